@@ -75,12 +75,12 @@ type Mem struct {
 	hook     FaultHook
 	capacity int64 // 0: unlimited
 	used     int64
-	locks    map[string]bool
+	locks    map[string]*memLock
 }
 
 // NewMem returns an empty in-memory file system.
 func NewMem() *Mem {
-	return &Mem{dirs: map[string]*memDir{"": newMemDir()}, locks: map[string]bool{}}
+	return &Mem{dirs: map[string]*memDir{"": newMemDir()}, locks: map[string]*memLock{}}
 }
 
 func newMemDir() *memDir {
@@ -125,7 +125,7 @@ func (m *Mem) Crash(opts CrashOptions) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.epoch++
-	m.locks = map[string]bool{}
+	m.locks = map[string]*memLock{}
 	seen := map[*memNode]bool{}
 	m.used = 0
 	for _, d := range m.dirs {
@@ -351,7 +351,9 @@ type memLock struct {
 func (l *memLock) Close() error {
 	l.once.Do(func() {
 		l.m.mu.Lock()
-		delete(l.m.locks, l.name)
+		if l.m.locks[l.name] == l {
+			delete(l.m.locks, l.name)
+		}
 		l.m.mu.Unlock()
 	})
 	return nil
@@ -361,11 +363,12 @@ func (l *memLock) Close() error {
 func (m *Mem) Lock(name string) (io.Closer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.locks[name] {
+	if m.locks[name] != nil {
 		return nil, fmt.Errorf("%s: %w", name, ErrLocked)
 	}
-	m.locks[name] = true
-	return &memLock{m: m, name: name}, nil
+	l := &memLock{m: m, name: name}
+	m.locks[name] = l
+	return l, nil
 }
 
 type memFile struct {

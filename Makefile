@@ -1,0 +1,51 @@
+# cellar's build. The two commands a new user needs are "make run" and
+# "make test"; everything they need is installed by scripts/deps.sh.
+
+GO      ?= go
+BIN     := bin/cellar
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+PKGS    := ./...
+FUZZTIME ?= 30s
+
+.PHONY: build test run bench soak lint fuzz deps clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./ops/cmd/cellar
+
+# run builds cellar and starts the embedded cluster (data under ./cellar-data).
+run: build
+	./$(BIN) demo
+
+# test runs the linters, then every test with the race detector. Long
+# randomized, crash and fuzz runs are in "make soak".
+test: deps lint
+	$(GO) test -race -timeout 20m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	cd tests/bench && $(GO) vet ./...
+
+# bench runs cellar side by side with goleveldb and Pebble (and RocksDB's
+# db_bench when installed) and prints ratios. See tests/bench/README.md.
+bench:
+	cd tests/bench && $(GO) run . $(BENCHFLAGS)
+
+# soak runs the randomized model, crash and kill -9 tests for longer, and
+# every fuzz target for FUZZTIME each.
+soak:
+	CELLAR_MODEL_OPS=300000 $(GO) test -count=3 -timeout 60m -run 'TestRandomizedAgainstModel' ./kv/tablet/
+	$(GO) test -count=20 -timeout 60m -run 'TestCrashKeepsAcknowledgedWrites|TestKill9KeepsAcknowledgedWrites' ./kv/tablet/
+	$(MAKE) fuzz
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRecordDecode$$' -fuzztime $(FUZZTIME) ./kv/commitlog/
+	$(GO) test -run '^$$' -fuzz '^FuzzBlockDecode$$' -fuzztime $(FUZZTIME) ./kv/sstable/
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./kv/sstable/
+
+deps:
+	./scripts/deps.sh
+
+clean:
+	rm -rf bin

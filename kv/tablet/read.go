@@ -1,0 +1,444 @@
+package tablet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/cellardb/cellar/kv/model"
+)
+
+// ReadOptions select what a read returns.
+type ReadOptions struct {
+	// Families limits the read to these families; nil reads all. Only the
+	// locality groups holding them are read.
+	Families []string
+	// TimeRange keeps cells whose timestamp lies in it; zero keeps all.
+	TimeRange model.TimeRange
+	// MaxVersions keeps the newest n versions of each column (after the
+	// time range); 0 keeps all.
+	MaxVersions int
+	// Limit is the most rows a scan returns; 0 means no limit.
+	Limit int
+}
+
+// iter is what the merged view needs from memtable and SSTable iterators.
+type iter interface {
+	SeekGE(key []byte) bool
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Error() error
+	Close() error
+}
+
+// mergeIter merges sorted iterators into one sorted stream with a binary
+// heap. Keys are unique across sources: every entry has its own sequence
+// number.
+type mergeIter struct {
+	iters []iter
+	heap  []iter
+	err   error
+}
+
+func (m *mergeIter) less(i, j int) bool {
+	return bytes.Compare(m.heap[i].Key(), m.heap[j].Key()) < 0
+}
+
+func (m *mergeIter) down(i int) {
+	n := len(m.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && m.less(r, l) {
+			c = r
+		}
+		if !m.less(c, i) {
+			return
+		}
+		m.heap[i], m.heap[c] = m.heap[c], m.heap[i]
+		i = c
+	}
+}
+
+// SeekGE positions every source at the first key >= key.
+func (m *mergeIter) SeekGE(key []byte) bool {
+	m.heap = m.heap[:0]
+	for _, it := range m.iters {
+		if it.SeekGE(key) {
+			m.heap = append(m.heap, it)
+		} else if err := it.Error(); err != nil {
+			m.err = err
+			m.heap = m.heap[:0]
+			return false
+		}
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return len(m.heap) > 0
+}
+
+// Next advances past the current key.
+func (m *mergeIter) Next() bool {
+	if len(m.heap) == 0 {
+		return false
+	}
+	if m.heap[0].Next() {
+		m.down(0)
+		return true
+	}
+	if err := m.heap[0].Error(); err != nil {
+		m.err = err
+		m.heap = m.heap[:0]
+		return false
+	}
+	last := len(m.heap) - 1
+	m.heap[0] = m.heap[last]
+	m.heap = m.heap[:last]
+	m.down(0)
+	return len(m.heap) > 0
+}
+
+func (m *mergeIter) Key() []byte   { return m.heap[0].Key() }
+func (m *mergeIter) Value() []byte { return m.heap[0].Value() }
+func (m *mergeIter) Error() error  { return m.err }
+
+func (m *mergeIter) Close() error {
+	var first error
+	for _, it := range m.iters {
+		if err := it.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.iters, m.heap = nil, nil
+	return first
+}
+
+// sliceIter iterates over entries held in memory, such as a scan-cache
+// hit.
+type sliceIter struct {
+	e []kv
+	i int
+}
+
+func (s *sliceIter) SeekGE(key []byte) bool {
+	lo, hi := 0, len(s.e)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if bytes.Compare(s.e[mid].key, key) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	s.i = lo
+	return s.i < len(s.e)
+}
+
+func (s *sliceIter) Next() bool    { s.i++; return s.i < len(s.e) }
+func (s *sliceIter) Key() []byte   { return s.e[s.i].key }
+func (s *sliceIter) Value() []byte { return s.e[s.i].value }
+func (s *sliceIter) Error() error  { return nil }
+func (s *sliceIter) Close() error  { return nil }
+
+// resolver turns the merged stream of internal entries into rows of live
+// cells. It applies the deletion rules (a marker hides only entries with a
+// smaller sequence number), keeps only the newest write of each
+// (column, timestamp), and applies the read options.
+type resolver struct {
+	src      *mergeIter
+	valid    bool
+	snapshot uint64
+	limit    []byte // keys >= limit end the read; nil: no bound
+	opts     *ReadOptions
+	wanted   map[string]bool // nil: every family
+	vis      visibility
+	famOK    bool
+	arena    []byte
+}
+
+func newResolver(src *mergeIter, snapshot uint64, si *schemaInfo, opts *ReadOptions) *resolver {
+	r := &resolver{src: src, snapshot: snapshot, opts: opts, vis: visibility{si: si}}
+	if opts.Families != nil {
+		r.wanted = make(map[string]bool, len(opts.Families))
+		for _, f := range opts.Families {
+			r.wanted[f] = true
+		}
+	}
+	return r
+}
+
+// keep copies b into the resolver's arena. The arena is only appended to,
+// so slices handed out earlier stay valid.
+func (r *resolver) keep(b []byte) []byte {
+	if cap(r.arena)-len(r.arena) < len(b) {
+		r.arena = make([]byte, 0, max(4096, len(b)))
+	}
+	n := len(r.arena)
+	r.arena = append(r.arena, b...)
+	return r.arena[n:len(r.arena):len(r.arena)]
+}
+
+// next fills out with the next row that has a live cell after the read
+// options. It returns false at the end or on error (see err).
+func (r *resolver) next(out *model.Row) bool {
+	for r.valid {
+		key := r.src.Key()
+		if r.limit != nil && bytes.Compare(key, r.limit) >= 0 {
+			r.valid = false
+			break
+		}
+		rp := model.RowPrefix(key)
+		if rp == nil {
+			r.src.err = fmt.Errorf("%w: malformed key %x in the merged view", model.ErrCorruption, key)
+			r.valid = false
+			break
+		}
+		r.vis.startRow(rp)
+		r.famOK = false
+		out.Cells = out.Cells[:0]
+		for {
+			r.entry(key, r.src.Value(), out)
+			if r.valid = r.src.Next(); !r.valid {
+				break
+			}
+			key = r.src.Key()
+			if !bytes.HasPrefix(key, r.vis.row) {
+				break
+			}
+		}
+		if len(out.Cells) > 0 {
+			out.Key = r.keep(model.RowOf(r.vis.row))
+			return true
+		}
+	}
+	return false
+}
+
+func (r *resolver) err() error { return r.src.err }
+
+// entry applies one internal entry of the current row.
+func (r *resolver) entry(key, value []byte, out *model.Row) {
+	if _, seq, _ := model.Trailer(key); seq > r.snapshot {
+		return // written after the read started
+	}
+	ts, kind, live, famChanged := r.vis.step(key, value)
+	if famChanged {
+		fi := r.vis.famInfo
+		r.famOK = fi != nil && (r.wanted == nil || r.wanted[fi.name])
+	}
+	if kind != model.KindSetCell || !live || !r.famOK || !r.opts.TimeRange.Contains(ts) {
+		return
+	}
+	r.vis.versions++
+	if r.opts.MaxVersions > 0 && r.vis.versions > r.opts.MaxVersions {
+		return
+	}
+	out.Cells = append(out.Cells, model.Cell{
+		Family:    r.vis.famInfo.name,
+		Qualifier: r.keep(model.QualifierOf(key, len(r.vis.row), len(r.vis.fam))),
+		Timestamp: ts,
+		Value:     value,
+	})
+}
+
+// groupsFor returns the locality groups that hold the given families.
+func groupsFor(si *schemaInfo, families []string) []int {
+	if families == nil {
+		out := make([]int, len(si.groups))
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	seen := make([]bool, len(si.groups))
+	var out []int
+	for _, f := range families {
+		if fi := si.families[f]; fi != nil && !seen[fi.group] {
+			seen[fi.group] = true
+			out = append(out, fi.group)
+		}
+	}
+	return out
+}
+
+// sources opens the iterators of a read: every memtable, and the SSTables
+// of the groups asked for. For a single row (rowKey set) the bloom filters
+// skip files, and the scan cache may stand in for a group's files.
+func (t *Tablet) sources(v *version, snapshot uint64, groups []int, rowKey []byte) []iter {
+	its := make([]iter, 0, 1+len(v.frozen)+len(groups))
+	for _, m := range v.memtables() {
+		if !m.Empty() {
+			its = append(its, m.NewIter(snapshot))
+		}
+	}
+	for _, g := range groups {
+		if g >= len(v.groups) {
+			continue
+		}
+		files := v.groups[g]
+		if rowKey == nil {
+			for _, f := range files {
+				its = append(its, f.r.NewIter())
+			}
+			continue
+		}
+		if t.s.scanCache != nil && len(files) > 0 {
+			its = append(its, &sliceIter{e: t.cachedRow(v, g, rowKey)})
+			continue
+		}
+		for _, f := range files {
+			if f.r.MayContainRow(rowKey) {
+				its = append(its, f.r.NewIter())
+			}
+		}
+	}
+	return its
+}
+
+// cachedRow returns the SSTable entries of one row in one group, from the
+// scan cache or by reading the files. Entries of a file set never change,
+// so a cached row needs no invalidation: a flush or compaction makes a new
+// file set.
+func (t *Tablet) cachedRow(v *version, g int, rowKey []byte) []kv {
+	k := scanKey{fileset: v.filesets[g], row: string(rowKey)}
+	if e, ok := t.s.scanCache.get(k); ok {
+		return e
+	}
+	var its []iter
+	for _, f := range v.groups[g] {
+		if f.r.MayContainRow(rowKey) {
+			its = append(its, f.r.NewIter())
+		}
+	}
+	m := &mergeIter{iters: its}
+	var e []kv
+	for ok := m.SeekGE(rowKey); ok && bytes.HasPrefix(m.Key(), rowKey); ok = m.Next() {
+		e = append(e, kv{key: bytes.Clone(m.Key()), value: m.Value()})
+	}
+	err := m.err
+	m.Close()
+	if err == nil {
+		t.s.scanCache.set(k, e, entriesSize(e))
+	}
+	return e
+}
+
+// ReadRow reads one row. It reports whether the row has any live cell that
+// the options keep.
+func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (model.Row, bool, error) {
+	if !t.rng.Contains(row) {
+		return model.Row{}, false, fmt.Errorf("%w: row %q is outside tablet %d %v", model.ErrNotServing, row, t.id, t.rng)
+	}
+	if err := ctx.Err(); err != nil {
+		return model.Row{}, false, err
+	}
+	// The snapshot comes before the version: everything up to it is in the
+	// version's memtables or, if flushed since, in its SSTables.
+	snapshot := t.visible.Load()
+	v := t.acquire()
+	defer v.unref()
+	if t.retired.Load() {
+		return model.Row{}, false, t.notServing()
+	}
+	si := t.schema.Load()
+	rowKey := model.AppendRowPrefix(nil, row)
+	m := &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), rowKey)}
+	defer m.Close()
+	r := newResolver(m, snapshot, si, &opts)
+	r.limit = model.RowLimit(bytes.Clone(rowKey))
+	r.valid = m.SeekGE(rowKey)
+	var out model.Row
+	found := r.next(&out)
+	if err := r.err(); err != nil {
+		return model.Row{}, false, err
+	}
+	if !found {
+		return model.Row{Key: row}, false, nil
+	}
+	return out, true, nil
+}
+
+// Scanner streams the rows of a range in order. It pins the tablet's data
+// as of its start until Close.
+type Scanner struct {
+	ctx  context.Context
+	v    *version
+	m    *mergeIter
+	res  *resolver
+	row  model.Row
+	opts ReadOptions
+	n    int
+	err  error
+	done bool
+}
+
+// Scan starts a scan of the rows of rng that the tablet serves.
+func (t *Tablet) Scan(ctx context.Context, rng model.RowRange, opts ReadOptions) (*Scanner, error) {
+	clip, ok := rng.Intersect(t.rng)
+	snapshot := t.visible.Load()
+	v := t.acquire()
+	if t.retired.Load() {
+		v.unref()
+		return nil, t.notServing()
+	}
+	s := &Scanner{ctx: ctx, v: v, opts: opts}
+	si := t.schema.Load()
+	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), nil)}
+	s.res = newResolver(s.m, snapshot, si, &s.opts)
+	if !ok {
+		s.done = true
+		return s, nil
+	}
+	if len(clip.End) > 0 {
+		s.res.limit = model.AppendRowPrefix(nil, clip.End)
+	}
+	s.res.valid = s.m.SeekGE(model.AppendRowPrefix(nil, clip.Start))
+	return s, nil
+}
+
+// Next advances to the next row.
+func (s *Scanner) Next() bool {
+	if s.done {
+		return false
+	}
+	if s.opts.Limit > 0 && s.n >= s.opts.Limit {
+		s.done = true
+		return false
+	}
+	if s.n%64 == 0 {
+		if err := s.ctx.Err(); err != nil {
+			s.err, s.done = err, true
+			return false
+		}
+	}
+	s.row = model.Row{}
+	if !s.res.next(&s.row) {
+		s.err, s.done = s.res.err(), true
+		return false
+	}
+	s.n++
+	return true
+}
+
+// Row returns the current row. It stays valid after Next.
+func (s *Scanner) Row() model.Row { return s.row }
+
+// Err returns the error that ended the scan, if any.
+func (s *Scanner) Err() error { return s.err }
+
+// Close releases the scan's pinned data.
+func (s *Scanner) Close() error {
+	if s.v == nil {
+		return nil
+	}
+	err := s.m.Close()
+	s.v.unref()
+	s.v = nil
+	s.done = true
+	return err
+}

@@ -1,0 +1,86 @@
+package tablet
+
+import (
+	"bytes"
+
+	"github.com/cellardb/cellar/kv/model"
+)
+
+type colMarker struct {
+	start, top int64
+	seq        uint64
+}
+
+// visibility applies cellar's deletion rules to the entries of one row as
+// they pass in internal key order. A marker sorts before every entry it may
+// hide (see the model package), so one pass suffices: row markers, then per
+// family the family marker, then per column the column markers interleaved
+// with the cells by timestamp. A marker hides only entries with a smaller
+// sequence number; of several writes of one (column, timestamp) only the
+// newest counts.
+type visibility struct {
+	si       *schemaInfo
+	row      []byte
+	col      []byte
+	fam      []byte
+	famInfo  *familyInfo // nil for an undeclared family
+	rowDel   uint64
+	famDel   uint64
+	markers  []colMarker
+	lastTS   int64
+	haveTS   bool
+	versions int // live versions of the column so far
+}
+
+// startRow resets the state for the row whose encoded prefix is rp.
+func (v *visibility) startRow(rp []byte) {
+	v.row = append(v.row[:0], rp...)
+	v.col, v.fam = v.col[:0], v.fam[:0]
+	v.rowDel, v.famDel, v.famInfo = 0, 0, nil
+	v.markers = v.markers[:0]
+}
+
+// step takes in one entry of the current row. For a cell it reports
+// whether the cell is live: neither hidden by a marker nor an older write
+// of a version already seen. familyChanged reports that the entry starts a
+// new family, whose info is in v.famInfo.
+func (v *visibility) step(key, value []byte) (ts int64, kind model.MutationKind, live, familyChanged bool) {
+	ts, seq, kind := model.Trailer(key)
+	col := model.ColumnPrefix(key)
+	if !bytes.Equal(col, v.col) {
+		v.col = append(v.col[:0], col...)
+		v.markers = v.markers[:0]
+		v.haveTS, v.versions = false, 0
+		if fam := model.FamilyOf(key, len(v.row)); !bytes.Equal(fam, v.fam) {
+			v.fam = append(v.fam[:0], fam...)
+			v.famDel = 0
+			v.famInfo = v.si.family(fam)
+			familyChanged = true
+		}
+	}
+	switch kind {
+	case model.KindDeleteRow:
+		v.rowDel = max(v.rowDel, seq)
+	case model.KindDeleteFamily:
+		v.famDel = max(v.famDel, seq)
+	case model.KindDeleteColumn:
+		if start, top, ok := model.ColumnMarkerRange(ts, value); ok {
+			v.markers = append(v.markers, colMarker{start: start, top: top, seq: seq})
+		}
+	case model.KindSetCell:
+		if v.haveTS && ts == v.lastTS {
+			return ts, kind, false, familyChanged
+		}
+		v.haveTS, v.lastTS = true, ts
+		if seq < v.rowDel || seq < v.famDel {
+			return ts, kind, false, familyChanged
+		}
+		for _, m := range v.markers {
+			if seq < m.seq && ts >= m.start && ts <= m.top {
+				return ts, kind, false, familyChanged
+			}
+		}
+		return ts, kind, true, familyChanged
+	}
+	return ts, kind, false, familyChanged
+}

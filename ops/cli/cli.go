@@ -1,0 +1,78 @@
+// Package cli implements the subcommands of the cellar binary. Each
+// subcommand parses its own flags and returns an exit status; nothing here
+// keeps global state, so the commands can be run from tests.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Env is what a command may touch of its process.
+type Env struct {
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Version string
+}
+
+type command struct {
+	summary string
+	run     func(args []string, env Env) int
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"demo":    {"run everything that exists in one process, with data under ./cellar-data", runDemo},
+		"version": {"print the version", runVersion},
+		"sstable": {"inspect SSTable files: dump, check", runSSTable},
+		"log":     {"inspect a commit log directory: dump", runLog},
+		"help":    {"show this help", nil},
+	}
+}
+
+// Main runs the subcommand named by args[0] and returns the exit status.
+func Main(args []string, env Env) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(env.Stdout, cmds)
+		return 0
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "cellar: unknown command %q\n\n", args[0])
+		usage(env.Stderr, cmds)
+		return 2
+	}
+	return c.run(args[1:], env)
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "cellar is Bigtable and Chubby rebuilt in Go.")
+	fmt.Fprintln(w, "\nUsage: cellar <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun \"cellar <command> -h\" for a command's flags.")
+}
+
+func runVersion(args []string, env Env) int {
+	fmt.Fprintf(env.Stdout, "cellar %s\n", env.Version)
+	return 0
+}
+
+// fail prints an error the way every command does and returns status 1.
+func fail(env Env, cmd string, err error) int {
+	msg := err.Error()
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	fmt.Fprintf(env.Stderr, "cellar %s: %s", cmd, msg)
+	return 1
+}
