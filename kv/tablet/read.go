@@ -176,7 +176,9 @@ func newResolver(src *mergeIter, snapshot uint64, si *schemaInfo, opts *ReadOpti
 // so slices handed out earlier stay valid.
 func (r *resolver) keep(b []byte) []byte {
 	if cap(r.arena)-len(r.arena) < len(b) {
-		r.arena = make([]byte, 0, max(4096, len(b)))
+		// Start small (most reads return a few short qualifiers) and grow
+		// with the read.
+		r.arena = make([]byte, 0, max(min(2*cap(r.arena), 4096), 64, len(b)))
 	}
 	n := len(r.arena)
 	r.arena = append(r.arena, b...)
