@@ -95,6 +95,9 @@ func (s *Store) Open(ctx context.Context) error {
 	}
 	s.lock = lock
 	if err := s.open(ctx); err != nil {
+		if s.log != nil {
+			s.log.Close(ctx)
+		}
 		s.closeTables()
 		lock.Close()
 		return err
