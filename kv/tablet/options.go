@@ -39,7 +39,9 @@ type Options struct {
 	// older one is at most (1+SizeRatio) times their total size.
 	SizeRatio float64
 	// MajorCompactionInterval is how often every tablet gets a major
-	// compaction. Zero turns periodic major compactions off.
+	// compaction, which applies version-counting GC rules and drops
+	// deletion markers even in tablets that stopped growing. Default 24h;
+	// a negative value turns periodic major compactions off.
 	MajorCompactionInterval time.Duration
 	// CompactionConcurrency is the number of background flush and
 	// compaction workers.
@@ -132,6 +134,9 @@ func (o Options) Defaults() Options {
 	if o.CompactionConcurrency == 0 {
 		o.CompactionConcurrency = 2
 	}
+	if o.MajorCompactionInterval == 0 {
+		o.MajorCompactionInterval = 24 * time.Hour
+	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -170,8 +175,6 @@ func (o Options) Validate() error {
 		return bad("log segment size %d below 4 KiB", o.LogSegmentSize)
 	case o.MaxLogSize < 2*o.LogSegmentSize:
 		return bad("max log size %d below two segments", o.MaxLogSize)
-	case o.MajorCompactionInterval < 0:
-		return bad("negative major compaction interval")
 	}
 	return nil
 }
