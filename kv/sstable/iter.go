@@ -187,6 +187,11 @@ func (i *Iter) load(bi int) bool {
 		return true
 	}
 	i.loaded = -1
+	if i.scratch == nil {
+		if b, ok := i.r.bufs.Get().(*[]byte); ok {
+			i.scratch = *b
+		}
+	}
 	data, err := i.r.dataBlock(bi, &i.scratch, true)
 	if err == nil {
 		err = i.blk.init(data, i.r.name, i.r.index[bi].h.offset)
@@ -243,6 +248,10 @@ func (i *Iter) Close() error {
 	err := i.err
 	if errors.Is(err, model.ErrClosed) {
 		return nil
+	}
+	if i.scratch != nil {
+		b := i.scratch
+		i.r.bufs.Put(&b)
 	}
 	*i = Iter{r: i.r, loaded: -1, err: fmt.Errorf("%w: sstable %s: iterator closed", model.ErrClosed, i.r.name)}
 	return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/cellardb/cellar/kv/dfs"
@@ -62,6 +63,9 @@ type Reader struct {
 	filter *bloom.BloomFilter // nil: no filter
 	props  Properties
 	blocks [][]byte // InMemory: every data block, decompressed
+	// bufs holds read buffers for compressed blocks (*[]byte), so that
+	// short-lived iterators, one per point read, do not each allocate one.
+	bufs sync.Pool
 }
 
 // meta is what Open reads apart from the data blocks.
