@@ -243,30 +243,67 @@ func (t *Tablet) flushOne(ctx context.Context, m *mem) error {
 	return nil
 }
 
-// pickCompaction chooses how many of a group's newest files to merge. It
-// takes the newest files while the next older one is at most (1+SizeRatio)
-// times their total, so files of similar size merge and large old files
-// are rewritten rarely; it merges at least CompactionTrigger files, and
-// more when the group holds twice that many. A window that reaches the
-// oldest file is a major compaction.
+// sortedRuns splits a group's files (newest first) into sorted runs:
+// stretches of consecutive files whose key ranges do not overlap, such as
+// the flushes of a sequential load. It returns the number of files in each
+// run. A read meets at most one file of a run, so the policy counts runs,
+// not files, and never merges files just because they are many.
+func sortedRuns(files []*table) []int {
+	var runs []int
+	start := 0
+	for i := range files {
+		for j := start; j < i; j++ {
+			a, b := &files[i].meta, &files[j].meta
+			if bytes.Compare(a.Smallest, b.Largest) <= 0 && bytes.Compare(b.Smallest, a.Largest) <= 0 {
+				runs = append(runs, i-start)
+				start = i
+				break
+			}
+		}
+	}
+	if len(files) > start {
+		runs = append(runs, len(files)-start)
+	}
+	return runs
+}
+
+// pickCompaction chooses how many of a group's newest files to merge,
+// whole sorted runs at a time. It takes the newest runs while the next
+// older one is at most (1+SizeRatio) times their total, so runs of similar
+// size merge and large old ones are rewritten rarely; it merges at least
+// CompactionTrigger runs, and more when the group holds twice that many. A
+// window that reaches the oldest file is a major compaction.
 func pickCompaction(files []*table, o *Options) int {
-	n := len(files)
+	runs := sortedRuns(files)
+	n := len(runs)
 	if n < o.CompactionTrigger {
 		return 0
 	}
-	acc := float64(files[0].meta.Size)
+	size := make([]float64, n)
+	f := 0
+	for r, cnt := range runs {
+		for _, t := range files[f : f+cnt] {
+			size[r] += float64(t.meta.Size)
+		}
+		f += cnt
+	}
+	acc := size[0]
 	k := 1
-	for k < n && float64(files[k].meta.Size) <= acc*(1+o.SizeRatio) {
-		acc += float64(files[k].meta.Size)
+	for k < n && size[k] <= acc*(1+o.SizeRatio) {
+		acc += size[k]
 		k++
 	}
-	if k >= o.CompactionTrigger {
-		return k
+	if k < o.CompactionTrigger {
+		if n < 2*o.CompactionTrigger {
+			return 0
+		}
+		k = n - o.CompactionTrigger + 1
 	}
-	if n >= 2*o.CompactionTrigger {
-		return n - o.CompactionTrigger + 1
+	nfiles := 0
+	for _, cnt := range runs[:k] {
+		nfiles += cnt
 	}
-	return 0
+	return nfiles
 }
 
 // wantsMajor reports whether a group should get a major compaction now:

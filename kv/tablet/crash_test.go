@@ -152,7 +152,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewSource(seed))
 	mem := dfs.NewMem()
-	opts := Options{MemtableSize: 16 << 10, BlockSize: 1 << 10, CompactionTrigger: 2, StallFiles: 64,
+	opts := Options{MemtableSize: 16 << 10, BlockSize: 1 << 10, CompactionTrigger: 2, StallRuns: 64,
 		LogSegmentSize: 16 << 10, MaxLogSize: 256 << 10, SplitSize: 64 << 10}
 	h := &crashHistory{writes: map[[3]string]*crashWrite{}, dels: map[[3]string]*crashWrite{}}
 	for round := 0; round < rounds; round++ {

@@ -39,7 +39,9 @@
 // locality group (a minor compaction), then records the new files and the
 // tablet's new redo point in the store's state, and only then drops the
 // memtable. A merging compaction rewrites a group's newest files into one
-// when enough files of similar size pile up. A compaction whose inputs
+// when enough sorted runs of similar size pile up (a sorted run is a
+// stretch of files whose key ranges do not overlap, so a sequential load
+// is never rewritten just because it made many files). A compaction whose inputs
 // reach the group's oldest file is a major compaction: it drops the
 // deletion markers and the data they hide, and applies the families' GC
 // rules that count versions (max-age rules apply in every compaction).
@@ -49,7 +51,8 @@
 //
 // Writers stall (until their context ends) while a tablet has
 // MaxFrozenMemtables frozen memtables and a full active one, while a
-// locality group holds StallFiles SSTables, or while the store's memtables
+// locality group holds StallRuns overlapping runs of SSTables, or while the
+// store's memtables
 // exceed MemoryLimit. A flush that keeps failing (a full disk) turns those
 // stalls into errors that name the cause.
 //

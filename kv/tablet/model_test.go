@@ -168,7 +168,7 @@ func smallOptions(clock *fakeClock) Options {
 		MaxFrozenMemtables: 2,
 		BlockSize:          1 << 10,
 		CompactionTrigger:  3,
-		StallFiles:         64,
+		StallRuns:          64,
 		LogSegmentSize:     8 << 10,
 		MaxLogSize:         64 << 10,
 		BlockCacheSize:     64 << 10,

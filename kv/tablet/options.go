@@ -29,13 +29,14 @@ type Options struct {
 	// bytes. Zero turns it off.
 	ScanCacheSize int64
 
-	// CompactionTrigger is how many SSTables a locality group may hold
+	// CompactionTrigger is how many sorted runs of SSTables (stretches of
+	// files whose key ranges do not overlap) a locality group may hold
 	// before a merging compaction runs.
 	CompactionTrigger int
-	// StallFiles is how many SSTables a locality group may hold before
+	// StallRuns is how many sorted runs a locality group may hold before
 	// writers stall until compactions catch up.
-	StallFiles int
-	// SizeRatio: a merging compaction takes the newest files while the next
+	StallRuns int
+	// SizeRatio: a merging compaction takes the newest runs while the next
 	// older one is at most (1+SizeRatio) times their total size.
 	SizeRatio float64
 	// MajorCompactionInterval is how often every tablet gets a major
@@ -125,8 +126,8 @@ func (o Options) Defaults() Options {
 	if o.CompactionTrigger == 0 {
 		o.CompactionTrigger = 4
 	}
-	if o.StallFiles == 0 {
-		o.StallFiles = 24
+	if o.StallRuns == 0 {
+		o.StallRuns = 24
 	}
 	if o.SizeRatio == 0 {
 		o.SizeRatio = 1
@@ -163,8 +164,8 @@ func (o Options) Validate() error {
 		return bad("negative cache size")
 	case o.CompactionTrigger < 2:
 		return bad("compaction trigger %d below 2", o.CompactionTrigger)
-	case o.StallFiles <= o.CompactionTrigger:
-		return bad("stall files %d not above the compaction trigger %d", o.StallFiles, o.CompactionTrigger)
+	case o.StallRuns <= o.CompactionTrigger:
+		return bad("stall runs %d not above the compaction trigger %d", o.StallRuns, o.CompactionTrigger)
 	case o.SizeRatio < 0:
 		return bad("negative size ratio")
 	case o.CompactionConcurrency < 1:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cellardb/cellar/kv/model"
 )
@@ -159,6 +160,9 @@ type resolver struct {
 	vis      visibility
 	famOK    bool
 	arena    []byte
+	cells    []model.Cell // the current row's cells, reused
+	slab     []model.Cell // scans hand out rows' cells from here
+	scan     bool
 }
 
 func newResolver(src *mergeIter, snapshot uint64, si *schemaInfo, opts *ReadOptions) *resolver {
@@ -185,6 +189,21 @@ func (r *resolver) keep(b []byte) []byte {
 	return r.arena[n:len(r.arena):len(r.arena)]
 }
 
+// handOut copies a row's cells into memory the caller may keep: exactly
+// sized for a point read, carved from a slab for a scan, which spares a
+// scan an allocation per row.
+func (r *resolver) handOut(cells []model.Cell) []model.Cell {
+	if !r.scan {
+		return slices.Clone(cells)
+	}
+	if cap(r.slab)-len(r.slab) < len(cells) {
+		r.slab = make([]model.Cell, 0, max(128, len(cells)))
+	}
+	n := len(r.slab)
+	r.slab = append(r.slab, cells...)
+	return r.slab[n:len(r.slab):len(r.slab)]
+}
+
 // next fills out with the next row that has a live cell after the read
 // options. It returns false at the end or on error (see err).
 func (r *resolver) next(out *model.Row) bool {
@@ -202,9 +221,9 @@ func (r *resolver) next(out *model.Row) bool {
 		}
 		r.vis.startRow(rp)
 		r.famOK = false
-		out.Cells = out.Cells[:0]
+		r.cells = r.cells[:0]
 		for {
-			r.entry(key, r.src.Value(), out)
+			r.entry(key, r.src.Value())
 			if r.valid = r.src.Next(); !r.valid {
 				break
 			}
@@ -213,8 +232,9 @@ func (r *resolver) next(out *model.Row) bool {
 				break
 			}
 		}
-		if len(out.Cells) > 0 {
+		if len(r.cells) > 0 {
 			out.Key = r.keep(model.RowOf(r.vis.row))
+			out.Cells = r.handOut(r.cells)
 			return true
 		}
 	}
@@ -224,7 +244,7 @@ func (r *resolver) next(out *model.Row) bool {
 func (r *resolver) err() error { return r.src.err }
 
 // entry applies one internal entry of the current row.
-func (r *resolver) entry(key, value []byte, out *model.Row) {
+func (r *resolver) entry(key, value []byte) {
 	if _, seq, _ := model.Trailer(key); seq > r.snapshot {
 		return // written after the read started
 	}
@@ -240,7 +260,7 @@ func (r *resolver) entry(key, value []byte, out *model.Row) {
 	if r.opts.MaxVersions > 0 && r.vis.versions > r.opts.MaxVersions {
 		return
 	}
-	out.Cells = append(out.Cells, model.Cell{
+	r.cells = append(r.cells, model.Cell{
 		Family:    r.vis.famInfo.name,
 		Qualifier: r.keep(model.QualifierOf(key, len(r.vis.row), len(r.vis.fam))),
 		Timestamp: ts,
@@ -268,10 +288,11 @@ func groupsFor(si *schemaInfo, families []string) []int {
 	return out
 }
 
-// sources opens the iterators of a read: every memtable, and the SSTables
-// of the groups asked for. For a single row (rowKey set) the bloom filters
-// skip files, and the scan cache may stand in for a group's files.
-func (t *Tablet) sources(v *version, snapshot uint64, groups []int, rowKey []byte) []iter {
+// sources opens the iterators of a read of the keys in [lo, hi) (hi nil:
+// unbounded): every memtable, and the SSTables of the groups asked for
+// whose key range meets the read's. A point read (one row) also consults
+// the bloom filters, and the scan cache may stand in for a group's files.
+func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byte, point bool) []iter {
 	its := make([]iter, 0, 1+len(v.frozen)+len(groups))
 	for _, m := range v.memtables() {
 		if !m.Empty() {
@@ -283,18 +304,12 @@ func (t *Tablet) sources(v *version, snapshot uint64, groups []int, rowKey []byt
 			continue
 		}
 		files := v.groups[g]
-		if rowKey == nil {
-			for _, f := range files {
-				its = append(its, f.r.NewIter())
-			}
-			continue
-		}
-		if t.s.scanCache != nil && len(files) > 0 {
-			its = append(its, &sliceIter{e: t.cachedRow(v, g, rowKey)})
+		if point && t.s.scanCache != nil && len(files) > 0 {
+			its = append(its, &sliceIter{e: t.cachedRow(v, g, lo, hi)})
 			continue
 		}
 		for _, f := range files {
-			if f.r.MayContainRow(rowKey) {
+			if f.overlaps(lo, hi) && (!point || f.r.MayContainRow(lo)) {
 				its = append(its, f.r.NewIter())
 			}
 		}
@@ -302,18 +317,23 @@ func (t *Tablet) sources(v *version, snapshot uint64, groups []int, rowKey []byt
 	return its
 }
 
+// overlaps reports whether f may hold keys in [lo, hi) (hi nil: unbounded).
+func (f *table) overlaps(lo, hi []byte) bool {
+	return bytes.Compare(f.meta.Largest, lo) >= 0 && (hi == nil || bytes.Compare(f.meta.Smallest, hi) < 0)
+}
+
 // cachedRow returns the SSTable entries of one row in one group, from the
 // scan cache or by reading the files. Entries of a file set never change,
 // so a cached row needs no invalidation: a flush or compaction makes a new
 // file set.
-func (t *Tablet) cachedRow(v *version, g int, rowKey []byte) []kv {
+func (t *Tablet) cachedRow(v *version, g int, rowKey, limit []byte) []kv {
 	k := scanKey{fileset: v.filesets[g], row: string(rowKey)}
 	if e, ok := t.s.scanCache.get(k); ok {
 		return e
 	}
 	var its []iter
 	for _, f := range v.groups[g] {
-		if f.r.MayContainRow(rowKey) {
+		if f.overlaps(rowKey, limit) && f.r.MayContainRow(rowKey) {
 			its = append(its, f.r.NewIter())
 		}
 	}
@@ -349,10 +369,11 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (mod
 	}
 	si := t.schema.Load()
 	rowKey := model.AppendRowPrefix(nil, row)
-	m := &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), rowKey)}
+	limit := model.RowLimit(bytes.Clone(rowKey))
+	m := &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), rowKey, limit, true)}
 	defer m.Close()
 	r := newResolver(m, snapshot, si, &opts)
-	r.limit = model.RowLimit(bytes.Clone(rowKey))
+	r.limit = limit
 	r.valid = m.SeekGE(rowKey)
 	var out model.Row
 	found := r.next(&out)
@@ -389,17 +410,22 @@ func (t *Tablet) Scan(ctx context.Context, rng model.RowRange, opts ReadOptions)
 		return nil, t.notServing()
 	}
 	s := &Scanner{ctx: ctx, v: v, opts: opts}
-	si := t.schema.Load()
-	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), nil)}
-	s.res = newResolver(s.m, snapshot, si, &s.opts)
 	if !ok {
+		s.m = &mergeIter{}
 		s.done = true
 		return s, nil
 	}
+	lo := model.AppendRowPrefix(nil, clip.Start)
+	var hi []byte
 	if len(clip.End) > 0 {
-		s.res.limit = model.AppendRowPrefix(nil, clip.End)
+		hi = model.AppendRowPrefix(nil, clip.End)
 	}
-	s.res.valid = s.m.SeekGE(model.AppendRowPrefix(nil, clip.Start))
+	si := t.schema.Load()
+	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), lo, hi, false)}
+	s.res = newResolver(s.m, snapshot, si, &s.opts)
+	s.res.scan = true
+	s.res.limit = hi
+	s.res.valid = s.m.SeekGE(lo)
 	return s, nil
 }
 

@@ -378,3 +378,31 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		t.Errorf("CreateTable with a bad family: %v", err)
 	}
 }
+
+func TestSortedRunsAndPickCompaction(t *testing.T) {
+	key := func(r string) []byte { return model.AppendKey(nil, []byte(r), "f", nil, 1000, 1, model.KindSetCell) }
+	file := func(lo, hi string, size uint64) *table {
+		return &table{meta: fileMeta{Smallest: key(lo), Largest: key(hi), Size: size}}
+	}
+	// Newest first: a sequential load (disjoint, ascending), then two
+	// overlapping flushes.
+	files := []*table{file("g", "h", 10), file("e", "f", 10), file("c", "d", 10), file("a", "z", 10), file("b", "y", 10)}
+	if got := fmt.Sprint(sortedRuns(files)); got != "[3 1 1]" {
+		t.Fatalf("runs = %s, want [3 1 1]", got)
+	}
+	o := Options{CompactionTrigger: 3, SizeRatio: 1}
+	if k := pickCompaction(files, &o); k != 5 {
+		t.Fatalf("pick = %d files, want all 5 (three similar runs)", k)
+	}
+	o.CompactionTrigger = 4
+	if k := pickCompaction(files, &o); k != 0 {
+		t.Fatalf("pick = %d files with only 3 runs under a trigger of 4", k)
+	}
+	var seq []*table
+	for i := 20; i > 0; i-- {
+		seq = append(seq, file(fmt.Sprintf("k%02da", i), fmt.Sprintf("k%02dz", i), 10))
+	}
+	if k := pickCompaction(seq, &o); k != 0 {
+		t.Fatalf("a sequential load of 20 disjoint files should not be merged; pick = %d", k)
+	}
+}

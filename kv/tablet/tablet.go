@@ -375,8 +375,10 @@ func (t *Tablet) waitForRoom(ctx context.Context) error {
 			reason = "memtables waiting for flush"
 		}
 		for i, g := range v.groups {
-			if len(g) >= o.StallFiles {
-				reason = fmt.Sprintf("locality group %q holds %d SSTables", t.schema.Load().groups[i].Name, len(g))
+			if len(g) >= o.StallRuns {
+				if runs := len(sortedRuns(g)); runs >= o.StallRuns {
+					reason = fmt.Sprintf("locality group %q holds %d overlapping runs of SSTables", t.schema.Load().groups[i].Name, runs)
+				}
 			}
 		}
 		var storeChanged <-chan struct{}
