@@ -1165,7 +1165,6 @@ type TabletStats struct {
 	MemtableBytes   int64
 	FrozenMemtables int
 	Groups          []GroupStats
-	NextSeq         uint64
 }
 
 // GroupStats describe one locality group of a tablet.
@@ -1211,9 +1210,6 @@ func (s *Store) Stats() Stats {
 			}
 			ts.Groups = append(ts.Groups, gs)
 		}
-		t.commitMu.Lock()
-		ts.NextSeq = t.nextSeq
-		t.commitMu.Unlock()
 		v.unref()
 		st.Tablets = append(st.Tablets, ts)
 	}
