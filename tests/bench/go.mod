@@ -2,6 +2,8 @@ module github.com/cellardb/cellar/tests/bench
 
 go 1.26.0
 
+toolchain go1.26.8
+
 replace github.com/cellardb/cellar => ../..
 
 require (
