@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -224,17 +225,17 @@ func (t *Tablet) commit(ctx context.Context, row []byte, muts []model.Mutation, 
 	if t.retired.Load() {
 		return nil, t.notServing()
 	}
+	// Every server-timestamped cell of one mutation gets the same
+	// timestamp; the caller's slice is left as it was.
 	resolved := muts
+	serverTS := int64(-1)
 	for i := range muts {
-		mu := &muts[i]
-		if mu.Kind != model.KindSetCell {
-			continue
-		}
-		if mu.Timestamp == model.ServerTimestamp {
-			if &resolved[0] == &muts[0] {
-				resolved = append([]model.Mutation(nil), muts...)
+		if muts[i].Kind == model.KindSetCell && muts[i].Timestamp == model.ServerTimestamp {
+			if serverTS < 0 {
+				serverTS = t.serverTimestamp()
+				resolved = slices.Clone(muts)
 			}
-			resolved[i].Timestamp = t.serverTimestamp()
+			resolved[i].Timestamp = serverTS
 		}
 	}
 	maxTS := t.maxTS
