@@ -504,7 +504,8 @@ func (c *compactor) entry(key, value []byte) error {
 		}
 		c.vis.startRow(rp)
 	}
-	ts, kind, live, _ := c.vis.step(key, value)
+	ts, seq, kind := model.Trailer(key)
+	live, _ := c.vis.step(key, value, ts, seq, kind)
 	if kind != model.KindSetCell {
 		if c.major {
 			c.droppedMarkers++

@@ -220,7 +220,6 @@ func (r *resolver) next(out *model.Row) bool {
 			break
 		}
 		r.vis.startRow(rp)
-		r.famOK = false
 		r.cells = r.cells[:0]
 		for {
 			r.entry(key, r.src.Value())
@@ -245,10 +244,11 @@ func (r *resolver) err() error { return r.src.err }
 
 // entry applies one internal entry of the current row.
 func (r *resolver) entry(key, value []byte) {
-	if _, seq, _ := model.Trailer(key); seq > r.snapshot {
+	ts, seq, kind := model.Trailer(key)
+	if seq > r.snapshot {
 		return // written after the read started
 	}
-	ts, kind, live, famChanged := r.vis.step(key, value)
+	live, famChanged := r.vis.step(key, value, ts, seq, kind)
 	if famChanged {
 		fi := r.vis.famInfo
 		r.famOK = fi != nil && (r.wanted == nil || r.wanted[fi.name])

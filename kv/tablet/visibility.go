@@ -33,19 +33,22 @@ type visibility struct {
 }
 
 // startRow resets the state for the row whose encoded prefix is rp.
+// The family and its info carry over from the previous row: rows of a
+// table mostly hold the same families, and a family marker, the only state
+// of a family, is reset.
 func (v *visibility) startRow(rp []byte) {
 	v.row = append(v.row[:0], rp...)
-	v.col, v.fam = v.col[:0], v.fam[:0]
-	v.rowDel, v.famDel, v.famInfo = 0, 0, nil
+	v.col = v.col[:0]
+	v.rowDel, v.famDel = 0, 0
 	v.markers = v.markers[:0]
 }
 
-// step takes in one entry of the current row. For a cell it reports
+// step takes in one entry of the current row, whose trailer the caller
+// decoded. For a cell it reports
 // whether the cell is live: neither hidden by a marker nor an older write
 // of a version already seen. familyChanged reports that the entry starts a
 // new family, whose info is in v.famInfo.
-func (v *visibility) step(key, value []byte) (ts int64, kind model.MutationKind, live, familyChanged bool) {
-	ts, seq, kind := model.Trailer(key)
+func (v *visibility) step(key, value []byte, ts int64, seq uint64, kind model.MutationKind) (live, familyChanged bool) {
 	col := model.ColumnPrefix(key)
 	if !bytes.Equal(col, v.col) {
 		v.col = append(v.col[:0], col...)
@@ -69,18 +72,18 @@ func (v *visibility) step(key, value []byte) (ts int64, kind model.MutationKind,
 		}
 	case model.KindSetCell:
 		if v.haveTS && ts == v.lastTS {
-			return ts, kind, false, familyChanged
+			return false, familyChanged
 		}
 		v.haveTS, v.lastTS = true, ts
 		if seq < v.rowDel || seq < v.famDel {
-			return ts, kind, false, familyChanged
+			return false, familyChanged
 		}
 		for _, m := range v.markers {
 			if seq < m.seq && ts >= m.start && ts <= m.top {
-				return ts, kind, false, familyChanged
+				return false, familyChanged
 			}
 		}
-		return ts, kind, true, familyChanged
+		return true, familyChanged
 	}
-	return ts, kind, false, familyChanged
+	return false, familyChanged
 }
