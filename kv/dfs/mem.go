@@ -39,6 +39,9 @@ func (o Op) String() string {
 // file system's lock held and must not call back into it.
 type FaultHook func(op Op, name string) error
 
+// ErrInjected is a ready-made error for fault hooks to return.
+var ErrInjected = errors.New("injected fault")
+
 // ErrCrashed is returned by handles opened before a Crash.
 var ErrCrashed = errors.New("file handle from before a crash")
 
