@@ -7,7 +7,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: build test run bench soak lint fuzz deps clean
+.PHONY: build test run bench soak lint fuzz deps proto clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./ops/cmd/cellar
@@ -46,6 +46,11 @@ fuzz:
 
 deps:
 	./scripts/deps.sh
+
+# proto regenerates the committed .pb.go files (protoc from Debian's
+# protobuf-compiler, plugins from the module proxy).
+proto:
+	./scripts/proto.sh
 
 clean:
 	rm -rf bin

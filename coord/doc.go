@@ -1,4 +1,40 @@
-// Package coord will hold the public types of cellar's Chubby-style lock
-// service: paths, modes, sequencers, events and errors (issue 3). It is
-// empty until then.
+// Package coord holds the public types of cellar's lock service, a Chubby
+// cell (Burrows, OSDI'06): names, handle modes, lock modes, events,
+// sequencers, node metadata and errors. The cell itself is in coord/cell
+// and its replicated state machine in coord/fsm; programs use the client
+// library in coord/client.
+//
+// # Names
+//
+// Every name has the form /ls/<cell>/<path>. The cell "local" means the
+// client's own cell. Within a cell, nodes (files and directories) form a
+// strict tree; there are no links, no renames and no path-based
+// permissions: each node carries its own three ACL names.
+//
+// # The protocol, as a state machine
+//
+// A client holds a session with the cell's master (the Raft leader of the
+// cell's replicas). The session lives while the master keeps extending its
+// lease in answers to KeepAlive calls:
+//
+//	            CreateSession
+//	                 │
+//	                 ▼
+//	 ┌────────────► safe ──────── local lease lapses ────────► jeopardy
+//	 │      (lease extended by      (cache flushed, calls wait)     │
+//	 │       every KeepAlive)                                      │
+//	 └─────────── KeepAlive answered within the grace period ◄─────┤
+//	                                                               │
+//	                      grace period (45 s) ends ──────────────► expired
+//
+// Handles, locks, cached data and ephemeral nodes belong to a session and
+// die with it: when the master lets a lease lapse it commits the session's
+// expiry, which releases its locks (after their lock-delay), closes its
+// handles and deletes the ephemeral nodes nobody else holds open.
+//
+// The master answers a KeepAlive only after it has confirmed, through a
+// Raft read index, that it is still the leader, so a deposed master never
+// extends a lease. A new master starts a new epoch, gives every session a
+// fresh lease plus the grace period, and sends each a MASTER_FAILOVER event
+// so that clients flush caches that may have missed an invalidation.
 package coord

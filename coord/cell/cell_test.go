@@ -1,0 +1,230 @@
+package cell_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cellardb/cellar/coord"
+	"github.com/cellardb/cellar/coord/cell"
+	"github.com/cellardb/cellar/coord/client"
+)
+
+// testCell is an in-process cell of n replicas on loopback.
+type testCell struct {
+	t        testing.TB
+	name     string
+	peers    map[uint64]cell.Peer
+	dirs     map[uint64]string
+	replicas map[uint64]*cell.Replica
+	opts     func(*cell.Options)
+}
+
+// freePort returns a loopback address with a port nobody listens on now.
+func freePort(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func newTestCell(t testing.TB, n int, opts func(*cell.Options)) *testCell {
+	tc := &testCell{t: t, name: "test", peers: map[uint64]cell.Peer{}, dirs: map[uint64]string{},
+		replicas: map[uint64]*cell.Replica{}, opts: opts}
+	for id := uint64(1); id <= uint64(n); id++ {
+		tc.peers[id] = cell.Peer{RaftAddr: freePort(t), ClientAddr: freePort(t)}
+		tc.dirs[id] = t.TempDir()
+	}
+	for id := range tc.peers {
+		tc.start(id)
+	}
+	t.Cleanup(func() {
+		for id := range tc.replicas {
+			tc.stop(id)
+		}
+	})
+	return tc
+}
+
+func (tc *testCell) start(id uint64) {
+	o := cell.Options{Cell: tc.name, ReplicaID: id, Peers: tc.peers, Dir: tc.dirs[id], RTT: 10 * time.Millisecond,
+		Lease: 2 * time.Second, Grace: 4 * time.Second, Logf: tc.t.Logf}
+	if tc.opts != nil {
+		tc.opts(&o)
+	}
+	r := cell.New(o)
+	if err := r.Open(context.Background()); err != nil {
+		tc.t.Fatalf("replica %d: %v", id, err)
+	}
+	tc.replicas[id] = r
+}
+
+func (tc *testCell) stop(id uint64) {
+	if r := tc.replicas[id]; r != nil {
+		r.Close(context.Background())
+		delete(tc.replicas, id)
+	}
+}
+
+// waitMaster returns the id of the master once one is ready.
+func (tc *testCell) waitMaster() uint64 {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for id, r := range tc.replicas {
+			if r.IsMaster() {
+				return id
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tc.t.Fatal("no master after 20s")
+	return 0
+}
+
+func (tc *testCell) addrs() []string {
+	var out []string
+	for _, p := range tc.peers {
+		out = append(out, p.ClientAddr)
+	}
+	return out
+}
+
+func (tc *testCell) client(principal string, onEvent func(client.Event)) *client.Client {
+	c := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: principal, Grace: 4 * time.Second, OnEvent: onEvent})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Open(ctx); err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestFilesLocksAndSequencers(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	a := tc.client("alice", nil)
+	b := tc.client("bob", nil)
+	c := ctx(t)
+
+	h, created, err := a.OpenNode(c, "/ls/local/dir", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true, Directory: true})
+	if err != nil || !created {
+		t.Fatalf("create dir: %v %v", created, err)
+	}
+	f, _, err := a.OpenNode(c, "/ls/test/dir/file", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true, Contents: []byte("v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, st, err := f.GetContentsAndStat(c)
+	if err != nil || string(data) != "v1" || st.ContentGeneration != 1 {
+		t.Fatalf("read: %q %+v %v", data, st, err)
+	}
+	if _, err := f.SetContents(c, []byte("v2"), client.IfGeneration(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.SetContents(c, []byte("v3"), client.IfGeneration(1)); !errors.Is(err, coord.ErrGenerationMismatch) {
+		t.Fatalf("stale compare-and-swap: %v", err)
+	}
+	fb, _, err := b.OpenNode(c, "/ls/local/dir/file", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _, _ := fb.GetContentsAndStat(c); string(data) != "v2" {
+		t.Fatalf("bob reads %q", data)
+	}
+	entries, err := h.ReadDir(c)
+	if err != nil || len(entries) != 1 || entries[0].Name != "file" {
+		t.Fatalf("readdir: %+v %v", entries, err)
+	}
+
+	if err := f.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := f.GetSequencer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fb.TryAcquire(c, coord.Exclusive); ok || err != nil {
+		t.Fatalf("second exclusive lock: %v %v", ok, err)
+	}
+	if err := b.CheckSequencer(c, seq); err != nil {
+		t.Fatalf("fresh sequencer: %v", err)
+	}
+	if err := f.Release(c); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fb.TryAcquire(c, coord.Exclusive); !ok || err != nil {
+		t.Fatalf("lock after release: %v %v", ok, err)
+	}
+	if err := b.CheckSequencer(c, seq); !errors.Is(err, coord.ErrStaleSequencer) {
+		t.Fatalf("sequencer from before the lock changed hands: %v", err)
+	}
+	if err := f.Delete(c); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, _, err := fb.GetContentsAndStat(c); !errors.Is(err, coord.ErrInvalidHandle) {
+		t.Fatalf("read through a handle of a deleted node: %v", err)
+	}
+	if _, _, err := a.OpenNode(c, "/ls/local/dir/file", client.OpenOptions{Mode: coord.ModeRead}); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("open of a deleted node: %v", err)
+	}
+}
+
+func TestEventsAndCacheInvalidation(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	var mu sync.Mutex
+	var got []string
+	a := tc.client("alice", func(e client.Event) {
+		mu.Lock()
+		got = append(got, fmt.Sprintf("%s %s", e.Type, e.Name))
+		mu.Unlock()
+	})
+	b := tc.client("bob", nil)
+	c := ctx(t)
+	fa, _, err := a.OpenNode(c, "/ls/local/f", client.OpenOptions{Mode: coord.ModeRead, Create: true, Contents: []byte("one"),
+		Events: coord.Mask(coord.EventContentsModified)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // the second and third reads come from the cache
+		if data, _, err := fa.GetContentsAndStat(c); err != nil || string(data) != "one" {
+			t.Fatalf("read: %q %v", data, err)
+		}
+	}
+	fb, _, _ := b.OpenNode(c, "/ls/local/f", client.OpenOptions{Mode: coord.ModeWrite})
+	if _, err := fb.SetContents(c, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	// The write returned only after alice's copy was invalidated.
+	if data, _, err := fa.GetContentsAndStat(c); err != nil || string(data) != "two" {
+		t.Fatalf("read after another client's write: %q %v", data, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || got[0] != "contents-modified /ls/test/f" {
+		t.Fatalf("events: %v", got)
+	}
+}

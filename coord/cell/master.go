@@ -1,0 +1,487 @@
+package cell
+
+import (
+	"context"
+	"crypto/hmac"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cellardb/cellar/coord"
+	pb "github.com/cellardb/cellar/coord/coordpb"
+	"github.com/cellardb/cellar/coord/fsm"
+)
+
+// liveSession is the master's in-memory view of a session: its lease (on
+// this process's monotonic clock), what it must be told, and what it
+// caches.
+type liveSession struct {
+	id       uint64
+	leaseEnd time.Time
+
+	events   []*pb.Event
+	eventSeq uint64
+	invals   []*pb.Invalidation
+	invalSeq uint64
+	acked    uint64 // invalidations applied by the client, up to this seq
+
+	failoverSeq   uint64 // the seq of this epoch's failover event; 0 once acked
+	ackBelow      uint64
+	wake          chan struct{}
+	expiring      bool
+	lastKeepAlive time.Time
+}
+
+func (s *liveSession) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *liveSession) push(e *pb.Event) {
+	s.eventSeq++
+	e.Seq = s.eventSeq
+	s.events = append(s.events, e)
+	s.poke()
+}
+
+// master is the state a replica keeps while it is the cell's master. None
+// of it is replicated: a new master rebuilds it conservatively.
+type master struct {
+	r      *Replica
+	ctx    context.Context
+	cancel context.CancelFunc
+	epoch  uint64
+	key    []byte
+	lease  time.Duration
+
+	mu         sync.Mutex
+	changed    chan struct{} // closed and replaced whenever acks or sessions change
+	sessions   map[uint64]*liveSession
+	cachers    map[string]map[uint64]bool // path -> sessions that may cache it
+	uncachable map[string]int             // paths with a write waiting on invalidations
+	handles    map[uint64]string          // handle -> path, learned from Opens
+	nodeMoved  map[string]chan struct{}   // path -> closed when the node's lock may have freed
+	failoverAt time.Time
+	wg         sync.WaitGroup
+}
+
+func newMaster(r *Replica) *master {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &master{r: r, ctx: ctx, cancel: cancel, lease: r.opts.Lease, changed: make(chan struct{}),
+		sessions: map[uint64]*liveSession{}, cachers: map[string]map[uint64]bool{}, uncachable: map[string]int{},
+		handles: map[uint64]string{}, nodeMoved: map[string]chan struct{}{}}
+}
+
+func (m *master) stop() {
+	m.cancel()
+	m.wg.Wait()
+}
+
+// broadcast wakes everything that waits for acks or session changes. m.mu
+// must be held.
+func (m *master) broadcast() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// takeOver runs the paper's master start-up: new epoch, sessions rebuilt
+// from the replicated state with a fresh lease plus the grace period, a
+// failover event for each.
+func (m *master) takeOver() error {
+	r := m.r
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	v, err := r.read(ctx, fsm.InfoQuery{})
+	if err != nil {
+		return err
+	}
+	if v.(fsm.Info).Cell == "" {
+		key := make([]byte, 32)
+		if _, err := r.opts.Rand.Read(key); err != nil {
+			return err
+		}
+		if _, err := r.propose(ctx, &pb.Command{Op: &pb.Command_Bootstrap{Bootstrap: &pb.Bootstrap{
+			Cell: r.opts.Cell, Key: key, RootAcl: pb.ACLToProto(r.opts.RootACL)}}}); err != nil {
+			return err
+		}
+	}
+	res, err := r.propose(ctx, &pb.Command{Op: &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}})
+	if err != nil {
+		return err
+	}
+	m.epoch = res.Epoch
+	v, err = r.read(ctx, fsm.InfoQuery{})
+	if err != nil {
+		return err
+	}
+	m.key = v.(fsm.Info).Key
+	v, err = r.read(ctx, fsm.SessionsQuery{})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	m.mu.Lock()
+	m.failoverAt = now
+	for _, id := range v.([]uint64) {
+		s := &liveSession{id: id, leaseEnd: now.Add(m.lease + r.opts.Grace), wake: make(chan struct{}, 1)}
+		s.push(&pb.Event{Type: pb.Event_MASTER_FAILOVER})
+		s.failoverSeq = s.eventSeq
+		m.sessions[id] = s
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// run does the master's periodic work until it steps down: it ends the
+// sessions whose lease lapsed.
+func (m *master) run() {
+	tick := time.NewTicker(min(m.lease/20, 250*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		var lapsed []*liveSession
+		m.mu.Lock()
+		for _, s := range m.sessions {
+			if !s.expiring && now.After(s.leaseEnd) {
+				s.expiring = true
+				lapsed = append(lapsed, s)
+			}
+		}
+		m.mu.Unlock()
+		for _, s := range lapsed {
+			m.wg.Add(1)
+			go func(s *liveSession) {
+				defer m.wg.Done()
+				if err := m.endSession(m.ctx, s.id, true); err != nil {
+					m.r.opts.Logf("cell %s: expiring session %d: %v", m.r.opts.Cell, s.id, err)
+					m.mu.Lock()
+					s.expiring = false // try again on a later tick
+					m.mu.Unlock()
+				}
+			}(s)
+		}
+	}
+}
+
+// session validates a session reference against the live sessions.
+func (m *master) session(ref *pb.SessionRef) (*liveSession, error) {
+	if ref == nil {
+		return nil, coord.Errorf(coord.InvalidArgument, "no session")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[ref.Id]
+	if s == nil || s.expiring || !hmac.Equal(ref.Check, fsm.Check(m.key, ref.Id, 0)) {
+		return nil, coord.Errorf(coord.SessionExpired, "session %d has expired or does not exist", ref.Id)
+	}
+	return s, nil
+}
+
+// deliver routes the events a command produced.
+func (m *master) deliver(res *pb.Result) {
+	if res == nil || len(res.Deliveries) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range res.Deliveries {
+		if s := m.sessions[d.Session]; s != nil {
+			s.push(d.Event)
+		}
+	}
+}
+
+// createSession starts a session with a fresh lease.
+func (m *master) createSession(ctx context.Context, principal string) (*pb.CreateSessionResponse, error) {
+	res, err := m.r.propose(ctx, &pb.Command{Op: &pb.Command_CreateSession{CreateSession: &pb.CreateSession{Principal: principal}}})
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.sessions[res.Session.Id] = &liveSession{id: res.Session.Id, leaseEnd: time.Now().Add(m.lease), wake: make(chan struct{}, 1),
+		lastKeepAlive: time.Now()}
+	m.mu.Unlock()
+	return &pb.CreateSessionResponse{Session: res.Session, Epoch: m.epoch, LeaseMs: m.lease.Milliseconds()}, nil
+}
+
+// endSession invalidates what the session's end changes, commits it, and
+// lets waiting lockers retry.
+func (m *master) endSession(ctx context.Context, id uint64, expired bool) error {
+	v, err := m.r.read(ctx, fsm.SessionPathsQuery{Session: id})
+	if err != nil {
+		return err
+	}
+	paths := v.([]string)
+	done, err := m.invalidate(ctx, id, paths...)
+	if err != nil {
+		return err
+	}
+	res, err := m.r.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: expired}}})
+	done()
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.sessions, id)
+	for _, set := range m.cachers {
+		delete(set, id)
+	}
+	m.broadcast()
+	m.mu.Unlock()
+	m.deliver(res)
+	m.nodesMoved(paths...)
+	return nil
+}
+
+// invalidate tells every session that may cache one of paths to drop it,
+// and waits until each has acknowledged or its lease has lapsed. While it
+// waits, and until done is called, the paths are not cacheable. writer's
+// own cache is included: its library drops its copy when it writes.
+//
+// Right after a failover the master does not know who caches what, so it
+// also waits for every session that has not acknowledged the failover
+// event, but never past one lease after the failover: by then every
+// client's cache from the old master's time has expired on its own.
+func (m *master) invalidate(ctx context.Context, writer uint64, paths ...string) (done func(), err error) {
+	type wait struct {
+		s   *liveSession
+		seq uint64 // invalidation seq to be acked; 0: the failover event
+	}
+	m.mu.Lock()
+	var waits []wait
+	for _, p := range paths {
+		m.uncachable[p]++
+		for sid := range m.cachers[p] {
+			s := m.sessions[sid]
+			if s == nil || sid == writer {
+				continue // the writer's library dropped its own copy before it wrote
+			}
+			s.invalSeq++
+			s.invals = append(s.invals, &pb.Invalidation{Path: p, Seq: s.invalSeq})
+			s.poke()
+			waits = append(waits, wait{s, s.invalSeq})
+		}
+		delete(m.cachers, p)
+	}
+	failoverEnd := m.failoverAt.Add(m.lease)
+	if time.Now().Before(failoverEnd) {
+		for _, s := range m.sessions {
+			if s.failoverSeq != 0 {
+				waits = append(waits, wait{s, 0})
+			}
+		}
+	}
+	m.mu.Unlock()
+	done = func() {
+		m.mu.Lock()
+		for _, p := range paths {
+			if m.uncachable[p]--; m.uncachable[p] == 0 {
+				delete(m.uncachable, p)
+			}
+		}
+		m.mu.Unlock()
+	}
+	for {
+		m.mu.Lock()
+		now := time.Now()
+		pending := 0
+		var next time.Time
+		for _, w := range waits {
+			live := m.sessions[w.s.id] == w.s && now.Before(w.s.leaseEnd)
+			var ok bool
+			if w.seq == 0 {
+				ok = w.s.failoverSeq == 0 || !now.Before(failoverEnd)
+				if next.IsZero() || failoverEnd.Before(next) {
+					next = failoverEnd
+				}
+			} else {
+				ok = w.s.acked >= w.seq
+			}
+			if live && !ok {
+				pending++
+				if next.IsZero() || w.s.leaseEnd.Before(next) {
+					next = w.s.leaseEnd
+				}
+			}
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		if pending == 0 {
+			return done, nil
+		}
+		t := time.NewTimer(time.Until(next) + time.Millisecond)
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			done()
+			return func() {}, ctx.Err()
+		case <-m.ctx.Done():
+			t.Stop()
+			done()
+			return func() {}, coord.Errorf(coord.NotMaster, "master stepped down")
+		}
+		t.Stop()
+	}
+}
+
+// registerCacher records that s may cache path, unless a write to path is
+// waiting on invalidations. It reports whether the copy may be cached.
+func (m *master) registerCacher(s *liveSession, path string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.uncachable[path] > 0 || s.failoverSeq != 0 {
+		return false
+	}
+	set := m.cachers[path]
+	if set == nil {
+		set = map[uint64]bool{}
+		m.cachers[path] = set
+	}
+	set[s.id] = true
+	return true
+}
+
+// handlePath returns the path of a handle, from memory or the state.
+func (m *master) handlePath(ctx context.Context, id uint64) (string, error) {
+	m.mu.Lock()
+	p, ok := m.handles[id]
+	m.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	v, err := m.r.read(ctx, fsm.HandleQuery{Handle: id})
+	if err != nil {
+		return "", err
+	}
+	info := v.(fsm.HandleInfo)
+	if !info.Found {
+		return "", coord.Errorf(coord.InvalidHandle, "handle %d is not open", id)
+	}
+	m.mu.Lock()
+	m.handles[id] = info.Path
+	m.mu.Unlock()
+	return info.Path, nil
+}
+
+// moved returns a channel that closes when the lock of path may have
+// changed hands.
+func (m *master) moved(path string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := m.nodeMoved[path]
+	if ch == nil {
+		ch = make(chan struct{})
+		m.nodeMoved[path] = ch
+	}
+	return ch
+}
+
+func (m *master) nodesMoved(paths ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range paths {
+		if ch := m.nodeMoved[p]; ch != nil {
+			close(ch)
+			delete(m.nodeMoved, p)
+		}
+	}
+}
+
+// keepAlive takes the client's acknowledgements, holds the call until the
+// lease nears its end or there is news, confirms that this replica still
+// leads, and extends the lease.
+func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.KeepAliveResponse, error) {
+	s, err := m.session(req.Session)
+	if err != nil {
+		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
+	}
+	m.mu.Lock()
+	s.lastKeepAlive = time.Now()
+	for len(s.events) > 0 && s.events[0].Seq <= req.AckedEventSeq {
+		s.events = s.events[1:]
+	}
+	if s.failoverSeq != 0 && req.AckedEventSeq >= s.failoverSeq {
+		s.failoverSeq = 0
+	}
+	for len(s.invals) > 0 && s.invals[0].Seq <= req.AckedInvalidationSeq {
+		s.invals = s.invals[1:]
+	}
+	s.acked = max(s.acked, req.AckedInvalidationSeq)
+	s.ackBelow = max(s.ackBelow, req.RequestAckBelow)
+	news := len(s.events) > 0 || len(s.invals) > 0
+	m.broadcast()
+	leaseEnd := s.leaseEnd
+	m.mu.Unlock()
+
+	// Hold the call until news arrives or the lease is about to run out,
+	// leaving the reply time to reach the client.
+	guard := min(m.lease/4, 2*time.Second)
+	if !news {
+		t := time.NewTimer(time.Until(leaseEnd.Add(-guard)))
+		select {
+		case <-s.wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-m.ctx.Done():
+			t.Stop()
+			return nil, coord.Errorf(coord.NotMaster, "master stepped down")
+		}
+		t.Stop()
+	}
+	// Only a leader that a quorum still follows may extend a lease.
+	if _, err := m.r.read(ctx, fsm.InfoQuery{}); err != nil {
+		return nil, err
+	}
+	if m.ctx.Err() != nil {
+		return nil, coord.Errorf(coord.NotMaster, "master stepped down")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions[s.id] != s || s.expiring {
+		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
+	}
+	s.leaseEnd = time.Now().Add(m.lease)
+	return &pb.KeepAliveResponse{LeaseMs: m.lease.Milliseconds(), Epoch: m.epoch,
+		Events: append([]*pb.Event(nil), s.events...), Invalidations: append([]*pb.Invalidation(nil), s.invals...)}, nil
+}
+
+// mutate runs a command that changes the node at path: invalidate the
+// caches, commit, deliver the events, and wake lockers waiting on it.
+func (m *master) mutate(ctx context.Context, s *liveSession, path string, cmd *pb.Command) (*pb.Result, error) {
+	done, err := m.invalidate(ctx, s.id, path)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Session = s.id
+	m.mu.Lock()
+	cmd.AckBelow = s.ackBelow
+	m.mu.Unlock()
+	res, err := m.r.propose(ctx, cmd)
+	done()
+	m.deliver(res)
+	m.nodesMoved(path)
+	return res, err
+}
+
+// sessionsByID lists live session ids, for tests and status pages.
+func (m *master) sessionIDs() []uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]uint64, 0, len(m.sessions))
+	for id := range m.sessions {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

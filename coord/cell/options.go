@@ -1,0 +1,116 @@
+package cell
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cellardb/cellar/coord"
+)
+
+// Peer is one replica of the cell.
+type Peer struct {
+	// RaftAddr is where the replica's Raft transport listens (host:port).
+	RaftAddr string
+	// ClientAddr is where it serves clients (host:port).
+	ClientAddr string
+}
+
+// Options configure one replica.
+type Options struct {
+	// Cell is the cell's name, as in /ls/<cell>/.
+	Cell string
+	// ReplicaID is this replica's id, a key of Peers.
+	ReplicaID uint64
+	// Peers lists every replica of the cell, this one included.
+	Peers map[uint64]Peer
+	// Dir holds the replica's Raft log and snapshots.
+	Dir string
+	// ClientListen overrides the address the client server listens on
+	// (default Peers[ReplicaID].ClientAddr); ":0" picks a port.
+	ClientListen string
+
+	// RTT is the round trip between replicas; elections take ElectionRTT
+	// of them and heartbeats go every RTT.
+	RTT         time.Duration
+	ElectionRTT uint64
+	// Lease is the session lease each KeepAlive grants.
+	Lease time.Duration
+	// Grace is added to every session's lease when a new master takes over.
+	Grace time.Duration
+	// Secret, if set, must accompany every call (metadata "cellar-secret").
+	Secret string
+	// RootACL are the ACL names of the root directory at bootstrap.
+	RootACL coord.ACL
+	// SnapshotEntries is how many applied commands trigger a snapshot.
+	SnapshotEntries uint64
+
+	// Clock is the wall clock whose readings go into commands (lock-delay).
+	// Leases use Go's monotonic clock readings of the same values.
+	Clock func() time.Time
+	// Rand supplies the secret behind check digits at bootstrap.
+	Rand io.Reader
+	// Logf, if set, receives the replica's notable events.
+	Logf func(format string, args ...any)
+}
+
+// Defaults fills in zero fields.
+func (o Options) Defaults() Options {
+	if o.RTT == 0 {
+		o.RTT = 20 * time.Millisecond
+	}
+	if o.ElectionRTT == 0 {
+		o.ElectionRTT = 10
+	}
+	if o.Lease == 0 {
+		o.Lease = coord.DefaultLease
+	}
+	if o.Grace == 0 {
+		o.Grace = coord.DefaultGrace
+	}
+	if o.SnapshotEntries == 0 {
+		o.SnapshotEntries = 1000
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Validate checks the options after Defaults.
+func (o Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return coord.Errorf(coord.InvalidArgument, "cell options: %s", fmt.Sprintf(format, args...))
+	}
+	if o.Cell == "" || o.Cell == coord.LocalCell {
+		return bad("cell name %q: give the cell a real name (%q is what clients say for their own cell)", o.Cell, coord.LocalCell)
+	}
+	if _, ok := o.Peers[o.ReplicaID]; !ok || o.ReplicaID == 0 {
+		return bad("replica %d is not among the peers", o.ReplicaID)
+	}
+	for id, p := range o.Peers {
+		if id == 0 || p.RaftAddr == "" || p.ClientAddr == "" {
+			return bad("peer %d needs an id above 0, a Raft address and a client address", id)
+		}
+	}
+	if o.Dir == "" {
+		return bad("no data directory")
+	}
+	if o.RTT < time.Millisecond || o.ElectionRTT < 5 {
+		return bad("RTT %v with an election of %d RTTs is too short", o.RTT, o.ElectionRTT)
+	}
+	if o.Lease < time.Second || o.Grace < 0 {
+		return bad("lease %v must be at least 1s and grace %v not negative", o.Lease, o.Grace)
+	}
+	if time.Duration(o.ElectionRTT)*o.RTT*2 >= o.Lease {
+		return bad("the election timeout (%v) must be well below the lease (%v)", time.Duration(o.ElectionRTT)*o.RTT, o.Lease)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/cellardb/cellar/coord"
+	pb "github.com/cellardb/cellar/coord/coordpb"
+)
+
+// keepAliveLoop keeps exactly one KeepAlive outstanding at the master. Each
+// answer extends the local lease, counted conservatively from when the
+// call was sent, and brings invalidations and events, which the next call
+// acknowledges.
+func (c *Client) keepAliveLoop() {
+	defer c.wg.Done()
+	backoff := 10 * time.Millisecond
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		c.mu.Lock()
+		if c.state == stateExpired || c.state == stateClosed {
+			c.mu.Unlock()
+			return
+		}
+		req := &pb.KeepAliveRequest{Session: c.session, AckedEventSeq: c.ackedEvent,
+			AckedInvalidationSeq: c.ackedInval, RequestAckBelow: c.ackBelow()}
+		deadline := c.leaseEnd
+		if c.state == stateJeopardy {
+			deadline = c.jeopardyAt.Add(c.opts.Grace)
+		}
+		c.mu.Unlock()
+
+		// The call may not outlive the local lease: the library must notice a
+		// silent master in time to enter jeopardy.
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		go func() {
+			select {
+			case <-c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		sent := time.Now()
+		var resp *pb.KeepAliveResponse
+		err := c.retry(ctx, func(ctx context.Context, cli pb.ChubbyClient, o grpc.CallOption) error {
+			var err error
+			resp, err = cli.KeepAlive(ctx, req, o)
+			return err
+		})
+		cancel()
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		if err != nil {
+			if !c.lapse() {
+				return
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 500*time.Millisecond)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		if resp.Expired {
+			c.expire()
+			return
+		}
+		c.answer(sent, resp)
+	}
+}
+
+// lapse is called when a KeepAlive failed: once the local lease has run
+// out the session enters jeopardy, and once the grace period has too, it
+// expires. It reports whether the loop should go on.
+func (c *Client) lapse() bool {
+	c.mu.Lock()
+	now := time.Now()
+	switch {
+	case c.state == stateSafe && !now.Before(c.leaseEnd):
+		c.jeopardyAt = now
+		c.flushLocked()
+		c.setState(stateJeopardy)
+		c.mu.Unlock()
+		c.opts.Logf("cell %s session %d: jeopardy", c.opts.Cell, c.session.Id)
+		c.emit(Event{Type: coord.EventJeopardy})
+		return true
+	case c.state == stateJeopardy && !now.Before(c.jeopardyAt.Add(c.opts.Grace)):
+		c.mu.Unlock()
+		c.expire()
+		return false
+	}
+	c.mu.Unlock()
+	return true
+}
+
+// expire marks the session expired, once.
+func (c *Client) expire() {
+	c.mu.Lock()
+	if c.state == stateExpired || c.state == stateClosed {
+		c.mu.Unlock()
+		return
+	}
+	c.flushLocked()
+	c.setState(stateExpired)
+	c.mu.Unlock()
+	c.opts.Logf("cell %s session %d: expired", c.opts.Cell, c.session.Id)
+	c.emit(Event{Type: coord.EventSessionExpired})
+}
+
+// answer applies a KeepAlive answer.
+func (c *Client) answer(sent time.Time, resp *pb.KeepAliveResponse) {
+	var events []Event
+	c.mu.Lock()
+	c.leaseEnd = sent.Add(conservative(time.Duration(resp.LeaseMs) * time.Millisecond))
+	c.epoch = resp.Epoch
+	wasJeopardy := c.state == stateJeopardy
+	if wasJeopardy {
+		c.setState(stateSafe)
+	}
+	for _, inv := range resp.Invalidations {
+		if inv.Seq > c.ackedInval {
+			delete(c.cache, inv.Path)
+			c.dirty[inv.Path]++
+			c.ackedInval = inv.Seq
+		}
+	}
+	for _, ev := range resp.Events {
+		if ev.Seq <= c.ackedEvent {
+			continue
+		}
+		c.ackedEvent = ev.Seq
+		e := Event{Type: coord.EventType(ev.Type)}
+		if ev.Path != "" {
+			e.Name = coord.Name{Cell: c.opts.Cell, Path: ev.Path}.String()
+		}
+		if ev.Type == pb.Event_MASTER_FAILOVER {
+			// Invalidations may have been lost with the old master.
+			c.flushLocked()
+		}
+		if ev.Handle != 0 {
+			e.Handle = c.handles[ev.Handle]
+			if e.Handle == nil {
+				continue // closed since
+			}
+			if ev.Type == pb.Event_HANDLE_INVALID {
+				e.Handle.invalid.Store(true)
+			}
+		}
+		events = append(events, e)
+	}
+	c.mu.Unlock()
+	if wasJeopardy {
+		c.opts.Logf("cell %s session %d: safe again", c.opts.Cell, c.session.Id)
+		c.emit(Event{Type: coord.EventSafe})
+	}
+	for _, e := range events {
+		c.emit(e)
+	}
+}
+
+// flushLocked drops the whole cache. c.mu must be held.
+func (c *Client) flushLocked() {
+	c.cache = map[string]*cacheEntry{}
+	c.flushes++
+}
+
+// emit queues an event for the dispatcher.
+func (c *Client) emit(e Event) {
+	if c.opts.OnEvent == nil {
+		return
+	}
+	c.evMu.Lock()
+	c.evQueue = append(c.evQueue, e)
+	c.evMu.Unlock()
+	select {
+	case c.evWake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch hands events to OnEvent one at a time, in order, so a slow
+// handler never blocks the KeepAlive loop.
+func (c *Client) dispatch() {
+	defer c.wg.Done()
+	for {
+		c.evMu.Lock()
+		q := c.evQueue
+		c.evQueue = nil
+		c.evMu.Unlock()
+		for _, e := range q {
+			c.opts.OnEvent(e)
+		}
+		if len(q) > 0 {
+			continue
+		}
+		select {
+		case <-c.evWake:
+		case <-c.stop:
+			return
+		}
+	}
+}

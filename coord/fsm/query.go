@@ -1,0 +1,145 @@
+package fsm
+
+import (
+	"sort"
+
+	"github.com/cellardb/cellar/coord"
+	pb "github.com/cellardb/cellar/coord/coordpb"
+)
+
+// Queries are read-only and run against a replica's applied state; the
+// master makes them linearizable with a Raft read index first.
+
+// GetQuery reads a node through a handle.
+type GetQuery struct {
+	Session  *pb.SessionRef
+	Handle   *pb.HandleRef
+	Contents bool
+}
+
+// ReadDirQuery lists a directory through a handle.
+type ReadDirQuery struct {
+	Session *pb.SessionRef
+	Handle  *pb.HandleRef
+}
+
+// CheckSequencerQuery checks a sequencer.
+type CheckSequencerQuery struct{ Sequencer *pb.Sequencer }
+
+// HandleQuery returns the path and session of a handle.
+type HandleQuery struct{ Handle uint64 }
+
+// HandleInfo answers a HandleQuery.
+type HandleInfo struct {
+	Path    string
+	Session uint64
+	Found   bool
+}
+
+// SessionsQuery lists the live sessions.
+type SessionsQuery struct{}
+
+// SessionPathsQuery returns the paths a session holds handles on: every
+// node that ending the session can change.
+type SessionPathsQuery struct{ Session uint64 }
+
+// InfoQuery returns the cell's name, key and epoch.
+type InfoQuery struct{}
+
+// Info answers an InfoQuery.
+type Info struct {
+	Cell  string
+	Key   []byte
+	Epoch uint64
+}
+
+// DumpQuery returns the whole state as a Snapshot, for tests and tools.
+type DumpQuery struct{}
+
+// Lookup answers a query. Results never alias the state.
+func (s *State) Lookup(q any) (any, error) {
+	switch q := q.(type) {
+	case GetQuery:
+		h, r := s.handleOf(q.Session, q.Handle, true)
+		if r != nil {
+			return nil, coord.FromStatus(int(r.Code), r.Message)
+		}
+		if h.mode&coord.ModeRead == 0 {
+			return nil, coord.Errorf(coord.PermissionDenied, "handle %d on %s was not opened for reading", h.id, h.path)
+		}
+		n := s.nodes[h.path]
+		out := &pb.GetResponse{Stat: s.statOf(n)}
+		if q.Contents {
+			if n.dir {
+				return nil, coord.Errorf(coord.IsDirectory, "%s is a directory", n.path)
+			}
+			out.Contents = append([]byte(nil), n.contents...)
+		}
+		return out, nil
+	case ReadDirQuery:
+		h, r := s.handleOf(q.Session, q.Handle, true)
+		if r != nil {
+			return nil, coord.FromStatus(int(r.Code), r.Message)
+		}
+		if h.mode&coord.ModeRead == 0 {
+			return nil, coord.Errorf(coord.PermissionDenied, "handle %d on %s was not opened for reading", h.id, h.path)
+		}
+		n := s.nodes[h.path]
+		if !n.dir {
+			return nil, coord.Errorf(coord.NotDirectory, "%s is not a directory", n.path)
+		}
+		names := make([]string, 0, len(n.children))
+		for c := range n.children {
+			names = append(names, c)
+		}
+		sort.Strings(names)
+		out := &pb.ReadDirResponse{}
+		for _, c := range names {
+			child := s.nodes[joinPath(n.path, c)]
+			out.Entries = append(out.Entries, &pb.DirEntry{Name: c, Stat: s.statOf(child)})
+		}
+		return out, nil
+	case CheckSequencerQuery:
+		if q.Sequencer == nil {
+			return nil, coord.Errorf(coord.InvalidArgument, "no sequencer")
+		}
+		if err := s.checkSequencer(q.Sequencer); err != nil {
+			return &pb.CheckSequencerResponse{Valid: false, Reason: err.Error()}, nil
+		}
+		return &pb.CheckSequencerResponse{Valid: true}, nil
+	case HandleQuery:
+		h := s.handles[q.Handle]
+		if h == nil {
+			return HandleInfo{}, nil
+		}
+		return HandleInfo{Path: h.path, Session: h.session, Found: true}, nil
+	case SessionsQuery:
+		return sortedKeys(s.sessions), nil
+	case SessionPathsQuery:
+		sess := s.sessions[q.Session]
+		if sess == nil {
+			return []string(nil), nil
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, id := range sortedKeys(sess.handles) {
+			if p := s.handles[id].path; !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	case InfoQuery:
+		return Info{Cell: s.cell, Key: append([]byte(nil), s.key...), Epoch: s.epoch}, nil
+	case DumpQuery:
+		return s.Snapshot(), nil
+	}
+	return nil, coord.Errorf(coord.InvalidArgument, "unknown query %T", q)
+}
+
+func joinPath(dir, base string) string {
+	if dir == "/" {
+		return "/" + base
+	}
+	return dir + "/" + base
+}
