@@ -17,15 +17,15 @@
 // cell's replicas). The session lives while the master keeps extending its
 // lease in answers to KeepAlive calls:
 //
-//	            CreateSession
-//	                 │
-//	                 ▼
-//	 ┌────────────► safe ──────── local lease lapses ────────► jeopardy
-//	 │      (lease extended by      (cache flushed, calls wait)     │
-//	 │       every KeepAlive)                                      │
-//	 └─────────── KeepAlive answered within the grace period ◄─────┤
-//	                                                               │
-//	                      grace period (45 s) ends ──────────────► expired
+//	           CreateSession
+//	                │
+//	                ▼
+//	┌────────────► safe ──────── local lease lapses ────────► jeopardy
+//	│      (lease extended by      (cache flushed, calls wait)     │
+//	│       every KeepAlive)                                      │
+//	└─────────── KeepAlive answered within the grace period ◄─────┤
+//	                                                              │
+//	                     grace period (45 s) ends ──────────────► expired
 //
 // Handles, locks, cached data and ephemeral nodes belong to a session and
 // die with it: when the master lets a lease lapse it commits the session's

@@ -140,7 +140,9 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 	}
 	sess := argU(td, "s")
 	handle := argU(td, "h")
-	hreq := func() *pb.HandleRequest { return &pb.HandleRequest{Session: h.sref(sess), Handle: h.href(sess, handle)} }
+	hreq := func() *pb.HandleRequest {
+		return &pb.HandleRequest{Session: h.sref(sess), Handle: h.href(sess, handle)}
+	}
 	switch td.Cmd {
 	case "bootstrap":
 		return h.apply(td, &pb.Command{Op: &pb.Command_Bootstrap{Bootstrap: &pb.Bootstrap{Cell: "test", Key: testKey}}})
