@@ -103,10 +103,17 @@ func (r *Replica) LeaderUpdated(info raftio.LeaderInfo) {
 	}
 }
 
+// quietOnce guards dragonboat's loggers, which are process-wide and read
+// without locks by running NodeHosts: they may be set only once, before the
+// first NodeHost starts.
+var quietOnce sync.Once
+
 // quietDragonboat lowers dragonboat's process-wide loggers: its transport
 // reports every refused connection while peers start and stop, which is
 // normal here, and its warnings speak of internals.
-func quietDragonboat() {
+func quietDragonboat() { quietOnce.Do(setDragonboatLevels) }
+
+func setDragonboatLevels() {
 	for _, name := range []string{"dragonboat", "raft", "rsm", "logdb", "raftpb", "config", "settings", "grpc", "tan", "registry"} {
 		dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
 	}
@@ -313,6 +320,15 @@ func raftError(op string, err error) error {
 		return err
 	}
 	return coord.Errorf(coord.Unavailable, "cell %s: %v", op, err)
+}
+
+// Dump returns the cell's whole replicated state, read linearizably.
+func (r *Replica) Dump(ctx context.Context) (*pb.Snapshot, error) {
+	v, err := r.read(ctx, fsm.DumpQuery{})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*pb.Snapshot), nil
 }
 
 // Close stops the replica. Sessions survive on the other replicas.

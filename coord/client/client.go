@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ type Options struct {
 	OnEvent func(Event)
 	// Logf, if set, receives notable events of the library.
 	Logf func(format string, args ...any)
+	// Dialer, if set, makes the connections to replicas (for proxies and
+	// for tests that cut a client off).
+	Dialer func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Event is something the cell or the library reports.
@@ -227,7 +231,11 @@ func (c *Client) conn(addr string) (pb.ChubbyClient, error) {
 	cc := c.conns[addr]
 	if cc == nil {
 		var err error
-		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		if c.opts.Dialer != nil {
+			opts = append(opts, grpc.WithContextDialer(c.opts.Dialer))
+		}
+		cc, err = grpc.NewClient("passthrough:///"+addr, opts...)
 		if err != nil {
 			return nil, err
 		}

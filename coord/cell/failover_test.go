@@ -1,0 +1,525 @@
+package cell_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cellardb/cellar/coord"
+	"github.com/cellardb/cellar/coord/cell"
+	"github.com/cellardb/cellar/coord/client"
+)
+
+// cutter is a dialer that can cut a client off from the whole cell, as a
+// partition would.
+type cutter struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func (c *cutter) dial(ctx context.Context, addr string) (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		return nil, errors.New("partitioned")
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err == nil {
+		c.conns = append(c.conns, conn)
+	}
+	return conn, err
+}
+
+func (c *cutter) partition() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = true
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+// eventLog records a client's events.
+type eventLog struct {
+	mu     sync.Mutex
+	events []client.Event
+}
+
+func (l *eventLog) add(e client.Event) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) count(t coord.EventType, name string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.events {
+		if e.Type == t && (name == "" || e.Name == name) {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSessionExpiry cuts a client off: its ephemeral file disappears, its
+// lock frees after the lock-delay, others hear of it, and the cut-off
+// client goes through jeopardy to expiry.
+func TestSessionExpiry(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	c := ctx(t)
+	var cut cutter
+	var aEvents, bEvents eventLog
+	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 3 * time.Second,
+		Dialer: cut.dial, OnEvent: aEvents.add})
+	if err := a.Open(c); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	b := tc.client("b", bEvents.add)
+
+	dir, _, err := b.OpenNode(c, "/ls/local/workers", client.OpenOptions{Mode: coord.ModeRead, Create: true, Directory: true,
+		Events: coord.Mask(coord.EventChildAdded, coord.EventChildRemoved)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.OpenNode(c, "/ls/local/workers/a", client.OpenOptions{Mode: coord.ModeWrite, Create: true, Ephemeral: true}); err != nil {
+		t.Fatal(err)
+	}
+	lockA, _, err := a.OpenNode(c, "/ls/local/lock", client.OpenOptions{Mode: coord.ModeWrite, Create: true, LockDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lockA.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	lockB, _, err := b.OpenNode(c, "/ls/local/lock", client.OpenOptions{Mode: coord.ModeWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := lockB.TryAcquire(c, coord.Exclusive); ok {
+		t.Fatal("lock taken twice")
+	}
+
+	cut.partition()
+	cutAt := time.Now()
+	if err := lockB.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatalf("lock of an expired session never freed: %v", err)
+	}
+	t.Logf("lock changed hands %v after the partition (lease 2s, lock-delay 1s)", time.Since(cutAt))
+	waitFor(t, "child-removed event", 10*time.Second, func() bool {
+		return bEvents.count(coord.EventChildRemoved, "/ls/test/workers/a") == 1
+	})
+	if entries, err := dir.ReadDir(c); err != nil || len(entries) != 0 {
+		t.Fatalf("ephemeral file after its session expired: %+v %v", entries, err)
+	}
+	waitFor(t, "the cut-off client to expire", 15*time.Second, func() bool {
+		return aEvents.count(coord.EventSessionExpired, "") == 1
+	})
+	if aEvents.count(coord.EventJeopardy, "") != 1 {
+		t.Fatal("no jeopardy event before expiry")
+	}
+	if _, err := lockA.GetStat(c); !errors.Is(err, coord.ErrSessionExpired) {
+		t.Fatalf("call on an expired session: %v", err)
+	}
+}
+
+// TestSequencerFencing: a handle tied to a sequencer fails once the lock
+// changes hands, and a server checking a stale sequencer refuses it.
+func TestSequencerFencing(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	c := ctx(t)
+	a, b := tc.client("a", nil), tc.client("b", nil)
+	la, _, _ := a.OpenNode(c, "/ls/local/primary", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true})
+	if err := la.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	seq, _ := la.GetSequencer()
+	data, _, _ := a.OpenNode(c, "/ls/local/data", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true})
+	if err := data.SetSequencer(c, seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := data.SetContents(c, []byte("under the lock")); err != nil {
+		t.Fatalf("write under a valid sequencer: %v", err)
+	}
+	la.Release(c)
+	lb, _, _ := b.OpenNode(c, "/ls/local/primary", client.OpenOptions{Mode: coord.ModeWrite})
+	if err := lb.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := data.SetContents(c, []byte("stale")); !errors.Is(err, coord.ErrStaleSequencer) {
+		t.Fatalf("write under a stale sequencer: %v", err)
+	}
+	parsed, err := coord.ParseSequencer(seq.String())
+	if err != nil || parsed != seq {
+		t.Fatalf("sequencer round trip: %+v %v", parsed, err)
+	}
+	if err := b.CheckSequencer(c, parsed); !errors.Is(err, coord.ErrStaleSequencer) {
+		t.Fatalf("check of a stale sequencer: %v", err)
+	}
+}
+
+// TestFailoverUnderLoad kills the master twice while clients write files
+// and pass a lock around. Sessions survive, every client hears of the
+// failover, the lock is never held twice, and no acknowledged write is
+// lost.
+func TestFailoverUnderLoad(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	ctxAll, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
+
+	type worker struct {
+		c      *client.Client
+		events *eventLog
+	}
+	var workers []worker
+	for i := 0; i < 6; i++ {
+		l := &eventLog{}
+		workers = append(workers, worker{tc.client(fmt.Sprintf("w%d", i), l.add), l})
+	}
+	var owner atomic.Int64
+	var violations, locks atomic.Int64
+	acked := make([]atomic.Int64, 3)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ { // writers: a counter each, by compare-and-swap
+		wg.Add(1)
+		go func(i int, c *client.Client) {
+			defer wg.Done()
+			h, _, err := c.OpenNode(ctxAll, fmt.Sprintf("/ls/local/counter%d", i), client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true, Contents: []byte("0")})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for ctxAll.Err() == nil {
+				cctx, cancel := context.WithTimeout(ctxAll, 10*time.Second)
+				data, st, err := h.GetContentsAndStat(cctx)
+				if err == nil {
+					n, _ := strconv.ParseInt(string(data), 10, 64)
+					if n < acked[i].Load() {
+						t.Errorf("counter%d reads %d after %d was acknowledged", i, n, acked[i].Load())
+					}
+					if _, err = h.SetContents(cctx, []byte(strconv.FormatInt(n+1, 10)), client.IfGeneration(st.ContentGeneration)); err == nil {
+						acked[i].Store(n + 1)
+					}
+				}
+				cancel()
+				if err != nil && !errors.Is(err, coord.ErrGenerationMismatch) && ctxAll.Err() == nil {
+					t.Errorf("writer %d: %v", i, err)
+					return
+				}
+			}
+		}(i, workers[i].c)
+	}
+	for i := 3; i < 6; i++ { // lockers
+		wg.Add(1)
+		go func(i int, c *client.Client) {
+			defer wg.Done()
+			h, _, err := c.OpenNode(ctxAll, "/ls/local/mutex", client.OpenOptions{Mode: coord.ModeWrite, Create: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for ctxAll.Err() == nil {
+				cctx, cancel := context.WithTimeout(ctxAll, 10*time.Second)
+				err := h.Acquire(cctx, coord.Exclusive)
+				if err == nil {
+					if !owner.CompareAndSwap(0, int64(i)) {
+						violations.Add(1)
+					}
+					locks.Add(1)
+					time.Sleep(2 * time.Millisecond)
+					owner.Store(0)
+					err = h.Release(cctx)
+				}
+				cancel()
+				if err != nil && ctxAll.Err() == nil {
+					t.Errorf("locker %d: %v", i, err)
+					return
+				}
+			}
+		}(i, workers[i].c)
+	}
+	for kill := 0; kill < 2; kill++ {
+		time.Sleep(time.Second)
+		m := tc.waitMaster()
+		t.Logf("killing master %d", m)
+		tc.stop(m)
+		next := tc.waitMaster()
+		t.Logf("new master %d", next)
+		tc.start(m)
+	}
+	time.Sleep(time.Second)
+	stopLoad()
+	wg.Wait()
+	if v := violations.Load(); v > 0 {
+		t.Fatalf("the lock was held by two clients at once %d times", v)
+	}
+	if locks.Load() == 0 || acked[0].Load() == 0 {
+		t.Fatal("no progress under failover")
+	}
+	c := ctx(t)
+	for i := 0; i < 3; i++ {
+		h, _, err := workers[0].c.OpenNode(c, fmt.Sprintf("/ls/local/counter%d", i), client.OpenOptions{Mode: coord.ModeRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _, err := h.GetContentsAndStat(c)
+		n, _ := strconv.ParseInt(string(data), 10, 64)
+		if err != nil || n < acked[i].Load() {
+			t.Fatalf("counter%d = %d after %d was acknowledged (%v)", i, n, acked[i].Load(), err)
+		}
+	}
+	for i, w := range workers {
+		if w.events.count(coord.EventMasterFailover, "") == 0 {
+			t.Errorf("client %d heard of no failover", i)
+		}
+		if w.events.count(coord.EventSessionExpired, "") > 0 {
+			t.Errorf("client %d lost its session in a failover", i)
+		}
+	}
+	t.Logf("%d lock hand-offs, counters at %d %d %d", locks.Load(), acked[0].Load(), acked[1].Load(), acked[2].Load())
+}
+
+// TestRestartRecoversNamespace stops every replica, restarts them from
+// disk and compares the namespace.
+func TestRestartRecoversNamespace(t *testing.T) {
+	tc := newTestCell(t, 3, func(o *cell.Options) { o.SnapshotEntries = 20 })
+	m := tc.waitMaster()
+	c := ctx(t)
+	a := tc.client("a", nil)
+	for i := 0; i < 30; i++ {
+		h, _, err := a.OpenNode(c, fmt.Sprintf("/ls/local/f%02d", i), client.OpenOptions{Mode: coord.ModeWrite, Create: true, Contents: []byte(fmt.Sprint(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.SetContents(c, []byte(fmt.Sprint("v", i)))
+		if i%3 == 0 {
+			h.Delete(c)
+		}
+	}
+	before, err := tc.replicas[m].Dump(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range tc.peers {
+		tc.stop(id)
+	}
+	for id := range tc.peers {
+		tc.start(id)
+	}
+	m = tc.waitMaster()
+	after, err := tc.replicas[m].Dump(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Nodes) != len(after.Nodes) {
+		t.Fatalf("%d nodes before the restart, %d after", len(before.Nodes), len(after.Nodes))
+	}
+	for i := range before.Nodes {
+		if !proto.Equal(before.Nodes[i], after.Nodes[i]) {
+			t.Fatalf("node %s changed across the restart:\n%v\n%v", before.Nodes[i].Path, before.Nodes[i], after.Nodes[i])
+		}
+	}
+	if after.Epoch <= before.Epoch {
+		t.Fatalf("epoch %d after the restart, %d before", after.Epoch, before.Epoch)
+	}
+}
+
+// --- Linearizability. ---
+
+type regInput struct {
+	op    string // read, write, cas
+	value string
+	gen   uint64 // cas: the expected generation
+}
+
+type regOutput struct {
+	value   string
+	gen     uint64
+	ok      bool
+	unknown bool
+}
+
+type regState struct {
+	value string
+	gen   uint64
+}
+
+// registerModel is a file read and written whole, with compare-and-swap on
+// its content generation. An operation whose outcome is unknown may or may
+// not have taken effect.
+var registerModel = porcupine.NondeterministicModel{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		byFile := map[string][]porcupine.Operation{}
+		for _, op := range h {
+			f := op.Metadata.(string)
+			byFile[f] = append(byFile[f], op)
+		}
+		var out [][]porcupine.Operation
+		for _, ops := range byFile {
+			out = append(out, ops)
+		}
+		return out
+	},
+	Init: func() []interface{} { return []interface{}{regState{value: "init", gen: 1}} },
+	Step: func(state, input, output interface{}) []interface{} {
+		s, in, out := state.(regState), input.(regInput), output.(regOutput)
+		next := regState{value: in.value, gen: s.gen + 1}
+		switch {
+		case out.unknown && in.op == "read":
+			return []interface{}{s}
+		case out.unknown:
+			if in.op == "cas" && in.gen != s.gen {
+				return []interface{}{s}
+			}
+			return []interface{}{s, next}
+		case in.op == "read":
+			if out.value == s.value && out.gen == s.gen {
+				return []interface{}{s}
+			}
+		case in.op == "write":
+			if out.gen == s.gen+1 {
+				return []interface{}{next}
+			}
+		case in.op == "cas":
+			if out.ok && in.gen == s.gen {
+				return []interface{}{next}
+			}
+			if !out.ok && in.gen != s.gen {
+				return []interface{}{s}
+			}
+		}
+		return nil
+	},
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(regInput), output.(regOutput)
+		res := fmt.Sprintf("%q@%d ok=%v", out.value, out.gen, out.ok)
+		if out.unknown {
+			res = "unknown"
+		}
+		return fmt.Sprintf("%s(%q, %d) -> %s", in.op, in.value, in.gen, res)
+	},
+}
+
+// TestLinearizableUnderLeaderKills records reads, writes and
+// compare-and-swaps of two files by several clients (cached reads
+// included) while the master is killed again and again, and checks the
+// history with porcupine.
+func TestLinearizableUnderLeaderKills(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	setup := tc.client("setup", nil)
+	c := ctx(t)
+	files := []string{"/ls/local/x", "/ls/local/y"}
+	for _, f := range files {
+		if _, _, err := setup.OpenNode(c, f, client.OpenOptions{Mode: coord.ModeWrite, Create: true, Contents: []byte("init")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	var history []porcupine.Operation
+	record := func(client int, file string, in regInput, out regOutput, call, ret time.Time) {
+		r := ret.Sub(start).Nanoseconds()
+		if out.unknown {
+			r = 1 << 62 // it may take effect any time after its call
+		}
+		mu.Lock()
+		history = append(history, porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call.Sub(start).Nanoseconds(), Return: r, Metadata: file})
+		mu.Unlock()
+	}
+	ctxAll, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		cl := tc.client(fmt.Sprintf("c%d", i), nil)
+		wg.Add(1)
+		go func(i int, cl *client.Client) {
+			defer wg.Done()
+			handles := map[string]*client.Handle{}
+			for _, f := range files {
+				h, _, err := cl.OpenNode(ctxAll, f, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				handles[f] = h
+			}
+			var lastGen uint64 = 1
+			for n := 0; ctxAll.Err() == nil; n++ {
+				f := files[n%len(files)]
+				h := handles[f]
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				call := time.Now()
+				var in regInput
+				var out regOutput
+				switch n % 3 {
+				case 0:
+					in = regInput{op: "read"}
+					data, st, err := h.GetContentsAndStat(cctx)
+					out = regOutput{value: string(data), gen: st.ContentGeneration, unknown: err != nil}
+					if err == nil {
+						lastGen = st.ContentGeneration
+					}
+				case 1:
+					in = regInput{op: "write", value: fmt.Sprintf("c%d-%d", i, n)}
+					st, err := h.SetContents(cctx, []byte(in.value))
+					out = regOutput{gen: st.ContentGeneration, unknown: err != nil}
+				case 2:
+					in = regInput{op: "cas", value: fmt.Sprintf("c%d-%d", i, n), gen: lastGen}
+					_, err := h.SetContents(cctx, []byte(in.value), client.IfGeneration(lastGen))
+					out = regOutput{ok: err == nil, unknown: err != nil && !errors.Is(err, coord.ErrGenerationMismatch)}
+				}
+				cancel()
+				record(i, f, in, out, call, time.Now())
+			}
+		}(i, cl)
+	}
+	for kill := 0; kill < 3; kill++ {
+		time.Sleep(700 * time.Millisecond)
+		m := tc.waitMaster()
+		tc.stop(m)
+		tc.waitMaster()
+		tc.start(m)
+	}
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	wg.Wait()
+	res, info := porcupine.CheckOperationsVerbose(registerModel.ToModel(), history, 60*time.Second)
+	t.Logf("%d operations, result %v", len(history), res)
+	if res != porcupine.Ok {
+		out := filepath.Join(os.TempDir(), fmt.Sprintf("cellar-linearizability-%d.html", time.Now().UnixNano()))
+		if f, err := os.Create(out); err == nil {
+			porcupine.Visualize(registerModel.ToModel(), info, f)
+			f.Close()
+		}
+		t.Fatalf("history is not linearizable (%v); visualization in %s", res, out)
+	}
+}
