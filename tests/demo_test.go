@@ -25,52 +25,97 @@ func buildCellar(t *testing.T) string {
 	return bin
 }
 
-// TestDemoStartsServesAndStopsCleanly runs "cellar demo" as a user would:
-// it prints where it listens, answers /healthz, refuses a second instance
-// on the same data directory, and stops cleanly on Ctrl-C.
-func TestDemoStartsServesAndStopsCleanly(t *testing.T) {
-	bin := buildCellar(t)
-	data := t.TempDir()
-	cmd := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0")
-	out, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+// demo is a running "cellar demo".
+type demo struct {
+	cmd    *exec.Cmd
+	lines  *bufio.Reader
+	stderr *strings.Builder
+	url    string // of the status pages
+	chubby string // client address of the Chubby cell
+}
+
+// startDemo starts "cellar demo" on free ports and reads its banner.
+func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
+	t.Helper()
+	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0"}, extra...)
+	d := &demo{cmd: exec.Command(bin, args...), stderr: &strings.Builder{}}
+	out, _ := d.cmd.StdoutPipe()
+	d.cmd.Stderr = d.stderr
+	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewReader(out)
-	addr := regexp.MustCompile(`http://([0-9.:]+)/`)
-	var url string
-	deadline := time.Now().Add(30 * time.Second)
-	for url == "" && time.Now().Before(deadline) {
-		line, err := lines.ReadString('\n')
+	t.Cleanup(func() { d.cmd.Process.Kill(); d.cmd.Wait() })
+	d.lines = bufio.NewReader(out)
+	httpRe := regexp.MustCompile(`http://([0-9.:]+)/`)
+	chubbyRe := regexp.MustCompile(`clients on ([0-9.:]+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for (d.url == "" || d.chubby == "") && time.Now().Before(deadline) {
+		line, err := d.lines.ReadString('\n')
 		if err != nil {
-			t.Fatalf("demo exited early: %v; stderr: %s", err, stderr.String())
+			t.Fatalf("demo exited early: %v; stderr: %s", err, d.stderr.String())
 		}
-		if m := addr.FindStringSubmatch(line); m != nil {
-			url = "http://" + m[1]
+		if m := httpRe.FindStringSubmatch(line); m != nil {
+			d.url = "http://" + m[1]
+		}
+		if m := chubbyRe.FindStringSubmatch(line); m != nil {
+			d.chubby = m[1]
 		}
 	}
-	resp, err := http.Get(url + "/healthz")
+	if d.url == "" || d.chubby == "" {
+		t.Fatalf("demo printed no addresses; stderr: %s", d.stderr.String())
+	}
+	return d
+}
+
+// get fetches a status path and returns the status code and body.
+func (d *demo) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(d.url + path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "ok" {
-		t.Fatalf("/healthz: %d %q", resp.StatusCode, body)
+	return resp.StatusCode, strings.TrimSpace(string(body))
+}
+
+// stop sends Ctrl-C and checks that the demo stops cleanly.
+func (d *demo) stop(t *testing.T) {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGINT)
+	rest, _ := io.ReadAll(d.lines)
+	if err := d.cmd.Wait(); err != nil || !strings.Contains(string(rest), "stopped cleanly") {
+		t.Fatalf("after Ctrl-C: %v\n%s\nstderr: %s", err, rest, d.stderr.String())
+	}
+}
+
+// TestDemoStartsServesAndStopsCleanly runs "cellar demo" as a user would:
+// it prints where it listens, answers /healthz, becomes ready once its
+// Chubby cell has a master, refuses a second instance on the same data
+// directory, and stops cleanly on Ctrl-C.
+func TestDemoStartsServesAndStopsCleanly(t *testing.T) {
+	bin := buildCellar(t)
+	data := t.TempDir()
+	d := startDemo(t, bin, data)
+	if code, body := d.get(t, "/healthz"); code != 200 || body != "ok" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := d.get(t, "/readyz")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz after 30s: %d %q", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
-	second := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0")
+	second := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0")
 	msg, err := second.CombinedOutput()
 	if err == nil || !strings.Contains(string(msg), "in use") {
 		t.Fatalf("second demo on the same data: %v\n%s", err, msg)
 	}
-
-	cmd.Process.Signal(syscall.SIGINT)
-	rest, _ := io.ReadAll(lines)
-	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "stopped cleanly") {
-		t.Fatalf("after Ctrl-C: %v\n%s\nstderr: %s", err, rest, stderr.String())
-	}
+	d.stop(t)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,13 +27,19 @@ type testCell struct {
 }
 
 // freePort returns a loopback address with a port nobody listens on now.
+// It picks below Linux's ephemeral range (32768 and up) so that no
+// outgoing connection takes the port before the replica binds it, which
+// matters most when a killed replica restarts on its old port.
 func freePort(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 func newTestCell(t testing.TB, n int, opts func(*cell.Options)) *testCell {
@@ -58,11 +66,19 @@ func (tc *testCell) start(id uint64) {
 	if tc.opts != nil {
 		tc.opts(&o)
 	}
-	r := cell.New(o)
-	if err := r.Open(context.Background()); err != nil {
-		tc.t.Fatalf("replica %d: %v", id, err)
+	// A port can still be busy for a moment after a kill; wait that out.
+	for try := 0; ; try++ {
+		r := cell.New(o)
+		err := r.Open(context.Background())
+		if err == nil {
+			tc.replicas[id] = r
+			return
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 50 {
+			tc.t.Fatalf("replica %d: %v", id, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	tc.replicas[id] = r
 }
 
 func (tc *testCell) stop(id uint64) {

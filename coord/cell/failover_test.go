@@ -523,3 +523,46 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 		t.Fatalf("history is not linearizable (%v); visualization in %s", res, out)
 	}
 }
+
+// TestLockWaitersDoNotSpin checks that a waiting Acquire sleeps until the
+// lock may have freed: the holder hears of the conflict once, not once per
+// retry, while unrelated writes to the node go on.
+func TestLockWaitersDoNotSpin(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	var holderEvents eventLog
+	holder := tc.client("holder", holderEvents.add)
+	waiter := tc.client("waiter", nil)
+	c := ctx(t)
+	h, _, err := holder.OpenNode(c, "/ls/local/L", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true,
+		Events: coord.Mask(coord.EventConflictingLock)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := waiter.OpenNode(c, "/ls/local/L", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan error, 1)
+	go func() { granted <- w.Acquire(c, coord.Exclusive) }()
+	waitFor(t, "the conflicting-lock event", 10*time.Second, func() bool {
+		return holderEvents.count(coord.EventConflictingLock, "") > 0
+	})
+	for i := 0; i < 20; i++ {
+		if _, err := h.SetContents(c, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := holderEvents.count(coord.EventConflictingLock, ""); n != 1 {
+		t.Fatalf("the holder got %d conflicting-lock events for one waiter", n)
+	}
+	if err := h.Release(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-granted; err != nil {
+		t.Fatalf("the waiter was not granted the lock: %v", err)
+	}
+}

@@ -470,8 +470,21 @@ func (m *master) mutate(ctx context.Context, s *liveSession, path string, cmd *p
 	res, err := m.r.propose(ctx, cmd)
 	done()
 	m.deliver(res)
-	m.nodesMoved(path)
+	if mayFreeLock(cmd) {
+		m.nodesMoved(path)
+	}
 	return res, err
+}
+
+// mayFreeLock tells whether cmd can let a waiting locker in. Waking waiters
+// on anything else would make each retry wake the others (and itself),
+// and each retry is a Raft proposal.
+func mayFreeLock(cmd *pb.Command) bool {
+	switch cmd.Op.(type) {
+	case *pb.Command_Release, *pb.Command_Close, *pb.Command_Delete:
+		return true
+	}
+	return false
 }
 
 // sessionsByID lists live session ids, for tests and status pages.

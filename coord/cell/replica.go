@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,6 +130,14 @@ func (r *Replica) Open(ctx context.Context) error {
 	}
 	quietDragonboat()
 	self := o.Peers[o.ReplicaID]
+	listen := o.ClientListen
+	if listen == "" {
+		listen = self.ClientAddr
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("cell replica %d: client listener: %w", o.ReplicaID, err)
+	}
 	nh, err := dragonboat.NewNodeHost(config.NodeHostConfig{
 		NodeHostDir:       filepath.Join(o.Dir, "nodehost"),
 		WALDir:            filepath.Join(o.Dir, "wal"),
@@ -137,6 +146,11 @@ func (r *Replica) Open(ctx context.Context) error {
 		RaftEventListener: r,
 	})
 	if err != nil {
+		ln.Close()
+		if strings.Contains(err.Error(), "not the owner of the data directory") { // dragonboat's internal ErrNotOwner
+			return fmt.Errorf("cell replica %d: %s belongs to a replica with another Raft address than %s (a replica keeps its Raft address for life): %w",
+				o.ReplicaID, o.Dir, self.RaftAddr, err)
+		}
 		return fmt.Errorf("cell replica %d: %w", o.ReplicaID, err)
 	}
 	r.nh = nh
@@ -155,17 +169,9 @@ func (r *Replica) Open(ctx context.Context) error {
 		CompactionOverhead: o.SnapshotEntries / 2,
 	})
 	if err != nil {
+		ln.Close()
 		nh.Close()
 		return fmt.Errorf("cell replica %d: start shard: %w", o.ReplicaID, err)
-	}
-	listen := o.ClientListen
-	if listen == "" {
-		listen = self.ClientAddr
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		nh.Close()
-		return fmt.Errorf("cell replica %d: client listener: %w", o.ReplicaID, err)
 	}
 	r.ln = ln
 	r.server = grpc.NewServer(grpc.ChainUnaryInterceptor(r.authInterceptor))
@@ -173,7 +179,7 @@ func (r *Replica) Open(ctx context.Context) error {
 	r.wg.Add(2)
 	go func() { defer r.wg.Done(); r.server.Serve(ln) }()
 	go func() { defer r.wg.Done(); r.watchLeadership() }()
-	return ctx.Err()
+	return nil
 }
 
 // ClientAddr returns the address the client server listens on.
@@ -248,7 +254,7 @@ func (r *Replica) watchLeadership() {
 // a new epoch, and give every known session a fresh lease plus the grace
 // period and a failover event.
 func (r *Replica) startMaster(m *master) {
-	for m.ctx.Err() == nil {
+	for attempt := 1; m.ctx.Err() == nil; attempt++ {
 		err := m.takeOver()
 		if err == nil {
 			r.mu.Lock()
@@ -258,7 +264,11 @@ func (r *Replica) startMaster(m *master) {
 			m.run()
 			return
 		}
-		r.opts.Logf("cell %s replica %d: take-over failed, retrying: %v", r.opts.Cell, r.opts.ReplicaID, err)
+		// A new leader's shard is often not ready for a few RTTs; only a
+		// take-over that keeps failing is news.
+		if attempt%10 == 0 {
+			r.opts.Logf("cell %s replica %d: take-over failed %d times, retrying: %v", r.opts.Cell, r.opts.ReplicaID, attempt, err)
+		}
 		select {
 		case <-m.ctx.Done():
 		case <-time.After(r.opts.RTT * 5):

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,7 @@ const (
 // Options configure a client.
 type Options struct {
 	// Cell is the name of the client's own cell ("local" resolves to it).
+	// If empty, Open learns it from the replicas at Addrs.
 	Cell string
 	// Addrs are the client addresses of the cell's replicas.
 	Addrs []string
@@ -145,8 +147,16 @@ func New(opts Options) *Client {
 
 // Open creates the session and starts keeping it alive.
 func (c *Client) Open(ctx context.Context) error {
-	if c.opts.Cell == "" || len(c.opts.Addrs) == 0 {
-		return coord.Errorf(coord.InvalidArgument, "client options need the cell's name and at least one replica address")
+	if len(c.opts.Addrs) == 0 {
+		return coord.Errorf(coord.InvalidArgument, "client options need at least one replica address")
+	}
+	if c.opts.Cell == "" {
+		// Before any goroutine starts, so opts stays read-only after Open.
+		cell, err := c.discoverCell(ctx)
+		if err != nil {
+			return err
+		}
+		c.opts.Cell = cell
 	}
 	var resp *pb.CreateSessionResponse
 	start := time.Now()
@@ -252,6 +262,26 @@ func (c *Client) outgoing(ctx context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, md...)
 }
 
+// discoverCell asks the replicas which cell they serve, under the one retry
+// loop of the library.
+func (c *Client) discoverCell(ctx context.Context) (string, error) {
+	var cell string
+	err := c.retry(ctx, func(ctx context.Context, cli pb.ChubbyClient, o grpc.CallOption) error {
+		resp, err := cli.FindMaster(ctx, &pb.FindMasterRequest{}, o)
+		if err == nil {
+			cell = resp.Cell
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("find the cell served at %s: %w", strings.Join(c.opts.Addrs, ","), err)
+	}
+	if cell == "" {
+		return "", coord.Errorf(coord.Unavailable, "the replicas at %s did not name their cell", strings.Join(c.opts.Addrs, ","))
+	}
+	return cell, nil
+}
+
 // findMaster asks the replicas who the master is.
 func (c *Client) findMaster(ctx context.Context) (string, error) {
 	var last error
@@ -268,7 +298,7 @@ func (c *Client) findMaster(ctx context.Context) (string, error) {
 			last = err
 			continue
 		}
-		if resp.Cell != "" && resp.Cell != c.opts.Cell {
+		if resp.Cell != "" && c.opts.Cell != "" && resp.Cell != c.opts.Cell {
 			return "", coord.Errorf(coord.InvalidArgument, "replica %s serves cell %q, not %q", addr, resp.Cell, c.opts.Cell)
 		}
 		if resp.Master != "" {

@@ -12,9 +12,19 @@ import (
 
 // Env is what a command may touch of its process.
 type Env struct {
+	Stdin   io.Reader
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Version string
+	// Getenv reads the process environment (nil: an empty one).
+	Getenv func(string) string
+}
+
+func (e Env) getenv(key string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(key)
 }
 
 type command struct {
@@ -28,6 +38,8 @@ func commands() map[string]command {
 		"version": {"print the version", runVersion},
 		"sstable": {"inspect SSTable files: dump, check", runSSTable},
 		"log":     {"inspect a commit log directory: dump", runLog},
+		"chubby":  {"run one replica of a Chubby lock cell", runChubby},
+		"lock":    {"browse and change a Chubby cell: ls, cat, stat, put, mkdir, rm, setacl, acquire", runLock},
 		"help":    {"show this help", nil},
 	}
 }

@@ -6,28 +6,39 @@ import (
 	"flag"
 	"fmt"
 	"html/template"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cellardb/cellar/coord/cell"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/tablet"
 )
 
 // runDemo runs every part of cellar that exists in one process. Today
-// that is the storage engine of one tablet server and the HTTP status
-// endpoints; the Chubby cell, the master, the SQL gateway and the Bigtable
-// API join it as they are built.
+// that is a Chubby cell of one or three replicas, the storage engine of one
+// tablet server and the HTTP status endpoints; the master, the SQL gateway
+// and the Bigtable API join it as they are built.
 func runDemo(args []string, env Env) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	data := fs.String("data", "./cellar-data", "directory for all data; it survives restarts")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the status pages, /healthz and /readyz")
-	if err := fs.Parse(args); err != nil {
+	chubbyAddr := fs.String("chubby", DefaultChubbyAddr, "client address of the Chubby cell's first replica; the others take the next ports, and Raft the ports 100 above")
+	replicas := fs.Int("chubby-replicas", 1, "replicas in the Chubby cell: 1 or 3")
+	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "cellar demo: unexpected argument %q\n", pos[0])
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -53,15 +64,25 @@ func runDemo(args []string, env Env) int {
 		store.Close(context.Background())
 		return fail(env, "demo", fmt.Errorf("status pages: %w", err))
 	}
-	srv := &http.Server{Handler: statusHandler(store, env.Version), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+
+	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env)
+	if err != nil {
+		ln.Close()
+		store.Close(context.Background())
+		return fail(env, "demo", err)
+	}
+	srv.Handler = statusHandler(store, cellReplicas, env.Version)
 	go srv.Serve(ln)
 
 	st := store.Stats()
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
 	fmt.Fprintf(env.Stdout, "  data:    %s (%d tables, %d tablets)\n", *data, len(store.Tables()), len(st.Tablets))
 	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/healthz, /readyz)\n", ln.Addr())
-	fmt.Fprintln(env.Stdout, "  running: the tablet storage engine (commit log, memtables, SSTables, compactions)")
-	fmt.Fprintln(env.Stdout, "  not yet: the Chubby cell, the master, the SQL gateway (psql on 127.0.0.1:5433)")
+	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
+	fmt.Fprintf(env.Stdout, "           try: cellar lock ls -addr %s /ls/local/\n", cellReplicas[0].ClientAddr())
+	fmt.Fprintln(env.Stdout, "  running: the Chubby cell and the tablet storage engine (commit log, memtables, SSTables, compactions)")
+	fmt.Fprintln(env.Stdout, "  not yet: the master, the tablet server RPCs, the SQL gateway (psql on 127.0.0.1:5433)")
 	fmt.Fprintln(env.Stdout, "           and the Bigtable API (127.0.0.1:8086); they arrive with later issues.")
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
@@ -70,11 +91,108 @@ func runDemo(args []string, env Env) int {
 	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = errors.Join(srv.Shutdown(shut), store.Close(shut))
+	if closeReplicas(env, "demo", cellReplicas...) != 0 {
+		return 1
+	}
 	if err != nil {
 		return fail(env, "demo", err)
 	}
 	fmt.Fprintln(env.Stdout, "stopped cleanly")
 	return 0
+}
+
+// startDemoCell starts the demo's Chubby cell: replica i serves clients on
+// the port of addr plus i-1 and Raft 100 ports above that (free ports if
+// addr's port is 0). Its data lives under data/chubby/<id>.
+func startDemoCell(ctx context.Context, data, addr string, n int, env Env) ([]*cell.Replica, error) {
+	if n != 1 && n != 3 {
+		return nil, fmt.Errorf("-chubby-replicas %d: the demo runs a cell of 1 or 3 replicas", n)
+	}
+	dir := filepath.Join(data, "chubby")
+	existing := 0
+	for id := 1; id <= 3; id++ {
+		if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(id))); err == nil {
+			existing++
+		}
+	}
+	if existing > 0 && existing != n {
+		return nil, fmt.Errorf("%s holds a Chubby cell of %d replica(s), not %d; start the demo with -chubby-replicas %d or use another -data", dir, existing, n, existing)
+	}
+	// A replica keeps its Raft address for life, so the addresses chosen
+	// at the first start (free ones, for port 0) are recorded and reused.
+	peersFile := filepath.Join(dir, "peers")
+	var peers map[uint64]cell.Peer
+	if b, err := os.ReadFile(peersFile); err == nil {
+		if peers, err = parsePeers(strings.TrimSpace(string(b))); err != nil {
+			return nil, fmt.Errorf("%s: %w", peersFile, err)
+		}
+		if _, port, _ := net.SplitHostPort(addr); port != "0" && peers[1].ClientAddr != addr {
+			return nil, fmt.Errorf("the Chubby cell in %s serves clients on %s, not %s; a replica keeps its addresses for life", dir, peers[1].ClientAddr, addr)
+		}
+	} else if existing > 0 {
+		return nil, fmt.Errorf("%s is missing; the cell's addresses are unknown", peersFile)
+	} else {
+		if peers, err = demoPeers(addr, n); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(peersFile, []byte(formatPeers(peers)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	var rs []*cell.Replica
+	for id := uint64(1); id <= uint64(n); id++ {
+		r := cell.New(cell.Options{Cell: DefaultCell, ReplicaID: id, Peers: peers,
+			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logf: stampedLog(env)})
+		if err := r.Open(ctx); err != nil {
+			closeReplicas(env, "demo", rs...)
+			return nil, fmt.Errorf("chubby replica %d: %w", id, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+func demoPeers(addr string, n int) (map[uint64]cell.Peer, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("-chubby %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port+102 > 65535 {
+		return nil, fmt.Errorf("-chubby %q: bad port", addr)
+	}
+	peers := map[uint64]cell.Peer{}
+	for id := 1; id <= n; id++ {
+		client, raft := net.JoinHostPort(host, strconv.Itoa(port+id-1)), net.JoinHostPort(host, strconv.Itoa(port+id+99))
+		if port == 0 {
+			if client, err = freePort(host); err == nil {
+				raft, err = freePort(host)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		peers[uint64(id)] = cell.Peer{RaftAddr: raft, ClientAddr: client}
+	}
+	return peers, nil
+}
+
+// freePort finds a port nobody listens on now, below Linux's ephemeral
+// range so that no outgoing connection takes it first. Another process may
+// still take it before the cell does; the cell then fails to start with a
+// clear error.
+func freePort(host string) (string, error) {
+	for range 1000 {
+		addr := net.JoinHostPort(host, strconv.Itoa(20000+rand.IntN(12000)))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr, nil
+		}
+	}
+	return "", fmt.Errorf("no free port on %s", host)
 }
 
 var statusPage = template.Must(template.New("status").Parse(`<!doctype html>
@@ -91,10 +209,18 @@ State generation {{.Stats.StateGeneration}}.</p>
 {{end}}</table>
 `))
 
-func statusHandler(store *tablet.Store, version string) http.Handler {
+func statusHandler(store *tablet.Store, replicas []*cell.Replica, version string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		for _, rep := range replicas {
+			if rep.IsMaster() {
+				fmt.Fprintln(w, "ok")
+				return
+			}
+		}
+		http.Error(w, "the Chubby cell has no master yet", http.StatusServiceUnavailable)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

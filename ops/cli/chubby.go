@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cellardb/cellar/coord/cell"
+)
+
+// DefaultCell is the cell name of cellar demo and the default of
+// cellar chubby.
+const DefaultCell = "cellar"
+
+// runChubby runs one replica of a cell until SIGINT or SIGTERM.
+func runChubby(args []string, env Env) int {
+	fs := flag.NewFlagSet("chubby", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	cellName := fs.String("cell", DefaultCell, "the cell's name, as in /ls/<cell>/")
+	id := fs.Uint64("id", 0, "this replica's id, one of the ids in -peers")
+	peersFlag := fs.String("peers", "", "every replica as id=raft-host:port/client-host:port, comma-separated")
+	data := fs.String("data", "", "directory of this replica's Raft log and snapshots (default ./cellar-data/chubby-<id>)")
+	listen := fs.String("listen", "", "address to serve clients on, if not the replica's client address in -peers")
+	secret := fs.String("secret", "", "shared secret every client must present")
+	lease := fs.Duration("lease", 12*time.Second, "session lease granted by each KeepAlive")
+	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
+	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
+	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "cellar chubby: unexpected argument %q\n", pos[0])
+		return 2
+	}
+	peers, err := parsePeers(*peersFlag)
+	if err != nil {
+		return fail(env, "chubby", err)
+	}
+	if *data == "" {
+		*data = filepath.Join("cellar-data", fmt.Sprintf("chubby-%d", *id))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r := cell.New(cell.Options{
+		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen,
+		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt,
+		Logf: stampedLog(env),
+	})
+	if err := r.Open(ctx); err != nil {
+		return fail(env, "chubby", err)
+	}
+	fmt.Fprintf(env.Stdout, "cellar chubby %s: replica %d of cell %q (%d replicas)\n", env.Version, *id, *cellName, len(peers))
+	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), peers[*id].RaftAddr, *data)
+	<-ctx.Done()
+	return closeReplicas(env, "chubby", r)
+}
+
+// closeReplicas stops replicas, giving them 30 s.
+func closeReplicas(env Env, cmd string, rs ...*cell.Replica) int {
+	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := 0
+	for _, r := range rs {
+		if err := r.Close(shut); err != nil {
+			code = fail(env, cmd, fmt.Errorf("replica %d: %w", r.ID(), err))
+		}
+	}
+	return code
+}
+
+func stampedLog(env Env) func(string, ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(env.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+}
+
+// parsePeers reads "1=h:p/h:p,2=h:p/h:p".
+func parsePeers(s string) (map[uint64]cell.Peer, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("-peers is required: every replica as id=raft-host:port/client-host:port, comma-separated")
+	}
+	peers := map[uint64]cell.Peer{}
+	for _, part := range strings.Split(s, ",") {
+		idStr, addrs, ok := strings.Cut(strings.TrimSpace(part), "=")
+		raft, client, ok2 := strings.Cut(addrs, "/")
+		id, err := strconv.ParseUint(idStr, 10, 64)
+		if !ok || !ok2 || err != nil || id == 0 || raft == "" || client == "" {
+			return nil, fmt.Errorf("-peers: %q is not id=raft-host:port/client-host:port with an id above 0", part)
+		}
+		if _, dup := peers[id]; dup {
+			return nil, fmt.Errorf("-peers: replica %d is listed twice", id)
+		}
+		peers[id] = cell.Peer{RaftAddr: raft, ClientAddr: client}
+	}
+	return peers, nil
+}
+
+// formatPeers is parsePeers' inverse, in id order.
+func formatPeers(peers map[uint64]cell.Peer) string {
+	ids := make([]uint64, 0, len(peers))
+	for id := range peers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%d=%s/%s", id, peers[id].RaftAddr, peers[id].ClientAddr)
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,130 @@
+package tests
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockCLI runs "cellar lock ..." against a demo's cell, with the address
+// from the environment as a user would set it, and returns its output.
+func lockCLI(t *testing.T, bin, addr, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"lock"}, args...)...)
+	cmd.Env = append(os.Environ(), "CELLAR_CHUBBY_ADDR="+addr)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestLockCLIAgainstDemo drives the namespace through "cellar lock"
+// against a running "cellar demo": browse, write, compare-and-swap, read,
+// delete, and hold a lock until Ctrl-C while another process is refused.
+func TestLockCLIAgainstDemo(t *testing.T) {
+	bin := buildCellar(t)
+	d := startDemo(t, bin, t.TempDir())
+	must := func(stdin string, args ...string) string {
+		t.Helper()
+		out, err := lockCLI(t, bin, d.chubby, stdin, args...)
+		if err != nil {
+			t.Fatalf("cellar lock %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	mustFail := func(want string, args ...string) {
+		t.Helper()
+		out, err := lockCLI(t, bin, d.chubby, "", args...)
+		if err == nil || !strings.Contains(out, want) {
+			t.Fatalf("cellar lock %s: want failure with %q, got %v\n%s", strings.Join(args, " "), want, err, out)
+		}
+	}
+
+	if out := must("", "ls", "/ls/local/"); out != "acl/\n" {
+		t.Fatalf("ls of a new cell: %q", out)
+	}
+	must("", "mkdir", "-p", "/ls/local/cellar/servers")
+	must("", "put", "/ls/local/cellar/root", "tablet-1")
+	must("from stdin\n", "put", "/ls/local/cellar/servers/ts1")
+	if out := must("", "cat", "/ls/local/cellar/servers/ts1"); out != "from stdin\n" {
+		t.Fatalf("cat: %q", out)
+	}
+	if out := must("", "ls", "-l", "/ls/local/cellar"); !strings.Contains(out, "root") || !strings.Contains(out, "servers/") {
+		t.Fatalf("ls -l: %q", out)
+	}
+	stat := must("", "stat", "/ls/cellar/cellar/root")
+	for _, want := range []string{"kind:               file", "length:             8", "content generation: 1"} {
+		if !strings.Contains(stat, want) {
+			t.Fatalf("stat lacks %q:\n%s", want, stat)
+		}
+	}
+	must("", "put", "-if-generation", "1", "/ls/local/cellar/root", "tablet-2")
+	mustFail("generation", "put", "-if-generation", "1", "/ls/local/cellar/root", "tablet-3")
+	mustFail("exists", "put", "-if-generation", "0", "/ls/local/cellar/root", "tablet-3")
+	if out := must("", "cat", "/ls/local/cellar/root"); out != "tablet-2" {
+		t.Fatalf("cat after compare-and-swap: %q", out)
+	}
+	mustFail("not-found", "cat", "/ls/local/nope")
+	mustFail("not-empty", "rm", "/ls/local/cellar")
+	mustFail("cell", "ls", "/ls/othercell/")
+
+	// acquire holds the lock until Ctrl-C.
+	holder := exec.Command(bin, "lock", "acquire", "-addr", d.chubby, "/ls/local/cellar/master")
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	lines := bufio.NewReader(out)
+	line, err := lines.ReadString('\n')
+	if err != nil || !strings.Contains(line, "holding the exclusive lock on /ls/cellar/cellar/master") {
+		t.Fatalf("acquire: %q %v", line, err)
+	}
+	mustFail("locked by another session", "acquire", "-try", "/ls/local/cellar/master")
+	if out := must("", "ls", "-l", "/ls/local/cellar"); !strings.Contains(out, "exclusive") {
+		t.Fatalf("ls -l does not show the lock:\n%s", out)
+	}
+	holder.Process.Signal(syscall.SIGINT)
+	rest, _ := bufio.NewReader(lines).ReadString(0)
+	if err := holder.Wait(); err != nil || !strings.Contains(rest, "released") {
+		t.Fatalf("acquire after Ctrl-C: %v\n%s", err, rest)
+	}
+	// Released: the node shows no holder.
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Contains(must("", "ls", "-l", "/ls/local/cellar"), "exclusive") {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock is still held after the holder released it")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must("", "rm", "/ls/local/cellar/master")
+	d.stop(t)
+}
+
+// TestDemoCellSurvivesRestart runs the demo with a three-replica cell,
+// writes through the CLI, restarts the demo on the same data directory and
+// reads the file back.
+func TestDemoCellSurvivesRestart(t *testing.T) {
+	bin := buildCellar(t)
+	data := t.TempDir()
+	d := startDemo(t, bin, data, "-chubby-replicas", "3")
+	if out, err := lockCLI(t, bin, d.chubby, "", "put", "/ls/local/kept", "across restarts"); err != nil {
+		t.Fatalf("put: %v\n%s", err, out)
+	}
+	d.stop(t)
+
+	wrong := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0")
+	if msg, err := wrong.CombinedOutput(); err == nil || !strings.Contains(string(msg), "-chubby-replicas 3") {
+		t.Fatalf("restart with another cell size: %v\n%s", err, msg)
+	}
+
+	d = startDemo(t, bin, data, "-chubby-replicas", "3")
+	out, err := lockCLI(t, bin, d.chubby, "", "cat", "/ls/local/kept")
+	if err != nil || out != "across restarts" {
+		t.Fatalf("cat after restart: %v %q", err, out)
+	}
+	d.stop(t)
+}
