@@ -28,8 +28,10 @@ lint:
 	cd tests/bench && $(GO) vet ./...
 
 # bench runs cellar side by side with goleveldb and Pebble (and RocksDB's
-# db_bench when installed) and prints ratios. See tests/bench/README.md.
+# db_bench when installed), and its Chubby cell beside etcd, and prints
+# ratios. See tests/bench/README.md.
 bench:
+	./scripts/deps.sh bench
 	cd tests/bench && $(GO) run . $(BENCHFLAGS)
 
 # soak runs the randomized model, crash and kill -9 tests for longer, and

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what cellar's build and tests need on a Debian machine. It is
-# idempotent: run it as often as you like. Today the build needs only Go
-# (go.mod's toolchain line fetches the right version through the module
-# proxy) and the Go modules; later parts add Debian packages here.
+# idempotent: run it as often as you like. The build needs Go (go.mod's
+# toolchain line fetches the right version through the module proxy) and
+# the Go modules. "deps.sh bench" also installs the benchmark's peers that
+# come as Debian packages (etcd-server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,14 +18,18 @@ fi
 
 # Debian packages, installed only when missing.
 need=()
-for pkg in make git; do
+pkgs=(make git)
+if [ "${1:-}" = bench ]; then
+	pkgs+=(etcd-server)
+fi
+for pkg in "${pkgs[@]}"; do
 	dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get update
-	$sudo DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}"
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}"
 fi
 
 go mod download

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -242,5 +243,110 @@ func TestEventsAndCacheInvalidation(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) == 0 || got[0] != "contents-modified /ls/test/f" {
 		t.Fatalf("events: %v", got)
+	}
+}
+
+// TestRequestResultsArePrunedPromptly checks that the results the cell
+// records for retried requests are dropped as soon as the client's next
+// call says it no longer needs them, not only at the next KeepAlive.
+func TestRequestResultsArePrunedPromptly(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	m := tc.waitMaster()
+	c := tc.client("writer", nil)
+	h, _, err := c.OpenNode(ctx(t), "/ls/local/f", client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if _, err := h.SetContents(ctx(t), []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := tc.replicas[m].Dump(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snap.Sessions {
+		if len(s.Results) > 2 {
+			t.Fatalf("session %d still has %d recorded results after 200 sequential writes", s.Id, len(s.Results))
+		}
+	}
+}
+
+// TestACLsAndSecret checks access control through the gRPC API: a client
+// without the cell's secret is refused, and ACL files decide who may read,
+// write and lock a node, with a clear permission error for the others.
+func TestACLsAndSecret(t *testing.T) {
+	tc := newTestCell(t, 3, func(o *cell.Options) { o.Secret = "s3cret" })
+	tc.waitMaster()
+	open := func(principal, secret string) (*client.Client, error) {
+		c := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: principal, Secret: secret, Grace: 4 * time.Second})
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := c.Open(cctx)
+		if err == nil {
+			t.Cleanup(func() { c.Close(context.Background()) })
+		}
+		return c, err
+	}
+	if _, err := open("mallory", "guess"); err == nil || !strings.Contains(err.Error(), "secret") {
+		t.Fatalf("a client with the wrong secret: %v", err)
+	}
+	alice, err := open("alice", "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := open("bob", "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ctx(t)
+	rw := coord.ModeRead | coord.ModeWrite
+	if _, _, err := alice.OpenNode(c, "/ls/local/acl/admins", client.OpenOptions{Mode: rw, Create: true, Contents: []byte("alice\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := alice.OpenNode(c, "/ls/local/acl/everyone", client.OpenOptions{Mode: rw, Create: true, Contents: []byte("*\n")}); err != nil {
+		t.Fatal(err)
+	}
+	acl := coord.ACL{Read: "everyone", Write: "admins", ChangeACL: "admins"}
+	if _, _, err := alice.OpenNode(c, "/ls/local/cellar", client.OpenOptions{Mode: coord.ModeRead, Create: true, Directory: true, ACL: acl}); err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := alice.OpenNode(c, "/ls/local/cellar/master", client.OpenOptions{Mode: rw, Create: true, Contents: []byte("alice:1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := h.GetStat(c); err != nil || st.ACL != acl {
+		t.Fatalf("a new node inherits its parent's ACL names: %+v %v", st.ACL, err)
+	}
+	if err := h.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+
+	// bob may read but not write, lock, create or change the ACL.
+	bh, _, err := bob.OpenNode(c, "/ls/local/cellar/master", client.OpenOptions{Mode: coord.ModeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := bh.GetContentsAndStat(c); err != nil || string(data) != "alice:1" {
+		t.Fatalf("bob reads: %q %v", data, err)
+	}
+	for what, err := range map[string]error{
+		"open for writing": func() error {
+			_, _, err := bob.OpenNode(c, "/ls/local/cellar/master", client.OpenOptions{Mode: rw})
+			return err
+		}(),
+		"create": func() error {
+			_, _, err := bob.OpenNode(c, "/ls/local/cellar/bob", client.OpenOptions{Mode: coord.ModeRead, Create: true})
+			return err
+		}(),
+		"change the ACL": func() error {
+			_, _, err := bob.OpenNode(c, "/ls/local/cellar/master", client.OpenOptions{Mode: coord.ModeChangeACL})
+			return err
+		}(),
+	} {
+		if !errors.Is(err, coord.ErrPermissionDenied) || !strings.Contains(err.Error(), `"bob"`) {
+			t.Errorf("bob may not %s, but got %v", what, err)
+		}
 	}
 }

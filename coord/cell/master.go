@@ -465,6 +465,9 @@ func (m *master) mutate(ctx context.Context, s *liveSession, path string, cmd *p
 	}
 	cmd.Session = s.id
 	m.mu.Lock()
+	if v, ok := ctx.Value(ackBelowKey{}).(uint64); ok {
+		s.ackBelow = max(s.ackBelow, v)
+	}
 	cmd.AckBelow = s.ackBelow
 	m.mu.Unlock()
 	res, err := m.r.propose(ctx, cmd)

@@ -70,7 +70,7 @@ func (o Options) Defaults() Options {
 		o.Grace = coord.DefaultGrace
 	}
 	if o.SnapshotEntries == 0 {
-		o.SnapshotEntries = 1000
+		o.SnapshotEntries = 10000
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

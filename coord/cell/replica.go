@@ -14,6 +14,7 @@ import (
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
 	dblogger "github.com/lni/dragonboat/v4/logger"
+	"github.com/lni/dragonboat/v4/plugin/tan"
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"google.golang.org/grpc"
@@ -144,6 +145,11 @@ func (r *Replica) Open(ctx context.Context) error {
 		RTTMillisecond:    uint64(max(o.RTT/time.Millisecond, 1)),
 		RaftAddress:       self.RaftAddr,
 		RaftEventListener: r,
+		// tan, dragonboat's own log store, commits with one write and one
+		// fsync per batch; its default (Pebble) adds a WAL pipeline.
+		// The tiny buffers suit a cell's small writes: the defaults take
+		// hundreds of MiB per replica.
+		Expert: config.ExpertConfig{LogDBFactory: tan.Factory, LogDB: config.GetTinyMemLogDBConfig()},
 	})
 	if err != nil {
 		ln.Close()

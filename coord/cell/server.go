@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -22,9 +23,15 @@ const (
 	PrincipalKey = "cellar-principal"
 	SecretKey    = "cellar-secret"
 	MasterKey    = "cellar-master"
+	// AckBelowKey carries, on every call, the id below which the client
+	// needs no recorded request results any more, so that the cell can
+	// forget them at once rather than at the next KeepAlive.
+	AckBelowKey = "cellar-ack-below"
 )
 
 type principalKey struct{}
+
+type ackBelowKey struct{}
 
 // authInterceptor checks the cell secret and puts the caller's principal in
 // the context.
@@ -43,7 +50,11 @@ func (r *Replica) authInterceptor(ctx context.Context, req any, info *grpc.Unary
 	if principal == "" {
 		principal = "anonymous"
 	}
-	resp, err := h(context.WithValue(ctx, principalKey{}, principal), req)
+	ctx = context.WithValue(ctx, principalKey{}, principal)
+	if v, err := strconv.ParseUint(first(AckBelowKey), 10, 64); err == nil {
+		ctx = context.WithValue(ctx, ackBelowKey{}, v)
+	}
+	resp, err := h(ctx, req)
 	return resp, toStatus(ctx, r, err)
 }
 

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,7 @@ const (
 	principalKey = "cellar-principal"
 	secretKey    = "cellar-secret"
 	masterKey    = "cellar-master"
+	ackBelowKey  = "cellar-ack-below"
 )
 
 // Options configure a client.
@@ -254,8 +256,28 @@ func (c *Client) conn(addr string) (pb.ChubbyClient, error) {
 	return pb.NewChubbyClient(cc), nil
 }
 
+// keepOnly closes the connections to replicas other than the master's, so
+// that a cell with many clients does not hold idle connections on every
+// replica; they are dialled again if the master moves.
+func (c *Client) keepOnly(addr string) {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	if len(c.conns) <= 1 {
+		return
+	}
+	for a, cc := range c.conns {
+		if a != addr {
+			cc.Close()
+			delete(c.conns, a)
+		}
+	}
+}
+
 func (c *Client) outgoing(ctx context.Context) context.Context {
-	md := []string{principalKey, c.opts.Principal}
+	c.mu.Lock()
+	ack := c.ackBelow()
+	c.mu.Unlock()
+	md := []string{principalKey, c.opts.Principal, ackBelowKey, strconv.FormatUint(ack, 10)}
 	if c.opts.Secret != "" {
 		md = append(md, secretKey, c.opts.Secret)
 	}
@@ -326,7 +348,10 @@ func asError(err error) error {
 	}
 	switch st.Code() {
 	case codes.Canceled:
-		return context.Canceled
+		// Either the caller's context ended, which the retry loop notices
+		// itself, or the connection was closed under the call (keepOnly
+		// after the master moved): worth another try either way.
+		return coord.Errorf(coord.Unavailable, "call canceled: %s", st.Message())
 	case codes.DeadlineExceeded:
 		return context.DeadlineExceeded
 	}
@@ -366,6 +391,7 @@ func (c *Client) retry(ctx context.Context, fn func(context.Context, pb.ChubbyCl
 						c.mu.Lock()
 						c.master = addr
 						c.mu.Unlock()
+						c.keepOnly(addr)
 					}
 					return err
 				} else {

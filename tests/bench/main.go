@@ -54,6 +54,9 @@ type config struct {
 	stats     bool
 	// child is the engine a child process runs; empty in the parent.
 	child string
+	// suites are the benchmark suites to run: storage, coord.
+	suites []string
+	coord  coordConfig
 }
 
 // childArgs is the command line that makes a child run engine in dir with
@@ -103,6 +106,8 @@ func main() {
 		cfg       config
 		workloads string
 		engines   string
+		suites    string
+		clients   string
 	)
 	flag.IntVar(&cfg.num, "num", 1_000_000, "number of keys each fill writes")
 	flag.IntVar(&cfg.valueSize, "value-size", 1000, "value size in bytes (values compress to about half with snappy)")
@@ -121,10 +126,26 @@ func main() {
 	flag.StringVar(&cfg.out, "out", filepath.Join("results", "latest.md"), "Markdown report to write")
 	flag.Var(&cfg.rocksdb, "rocksdb", "run RocksDB's db_bench too (default: if db_bench is on PATH)")
 	flag.StringVar(&cfg.child, "child", "", "internal: run one engine and print JSON results")
+	flag.StringVar(&suites, "suites", "storage,coord", "comma-separated suites: storage (cellar's tablet engine vs goleveldb, Pebble, RocksDB), coord (cellar's Chubby cell vs etcd)")
+	flag.DurationVar(&cfg.coord.duration, "coord-duration", 10*time.Second, "coord: how long each put and lock workload runs")
+	flag.StringVar(&clients, "coord-clients", "1,64", "coord: comma-separated client counts of the put and lock workloads")
+	flag.IntVar(&cfg.coord.sessions, "coord-sessions", 10000, "coord: sessions kept alive in the sessions workload")
+	flag.DurationVar(&cfg.coord.window, "coord-window", 30*time.Second, "coord: how long the sessions workload measures CPU")
+	flag.IntVar(&cfg.coord.valueSize, "coord-value-size", 100, "coord: bytes per write")
+	flag.StringVar(&cfg.coord.etcd, "etcd", "etcd", "coord: the etcd server binary (Debian's etcd-server)")
 	flag.Usage = usage
 	flag.Parse()
 	cfg.workloads = splitList(workloads)
 	cfg.engines = splitList(engines)
+	cfg.suites = splitList(suites)
+	for _, c := range splitList(clients) {
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -coord-clients: %q is not a positive count\n", c)
+			os.Exit(2)
+		}
+		cfg.coord.clients = append(cfg.coord.clients, n)
+	}
 
 	if err := validate(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -184,6 +205,13 @@ func validate(cfg config) error {
 		return errors.New("-duration must be positive")
 	case len(cfg.workloads) == 0:
 		return errors.New("no workloads selected")
+	case cfg.coord.duration <= 0 || cfg.coord.window <= 0 || cfg.coord.sessions < 1 || cfg.coord.valueSize < 1:
+		return errors.New("-coord-duration, -coord-window, -coord-sessions and -coord-value-size must be positive")
+	}
+	for _, s := range cfg.suites {
+		if s != "storage" && s != "coord" {
+			return fmt.Errorf("unknown suite %q (have storage, coord)", s)
+		}
 	}
 	for _, w := range cfg.workloads {
 		if !slices.Contains(workloadNames(), w) {
@@ -236,6 +264,31 @@ func runParent(cfg config) (err error) {
 			return fmt.Errorf("profile directory: %w", err)
 		}
 	}
+	var text, md bytes.Buffer
+	var errs []error
+	if slices.Contains(cfg.suites, "storage") {
+		errs = append(errs, runStorageSuite(cfg, base, &text, &md))
+	}
+	if slices.Contains(cfg.suites, "coord") {
+		t, m, err := runCoordSuite(cfg.coord, base)
+		text.WriteString(t)
+		md.WriteString(m)
+		errs = append(errs, err)
+	}
+	os.Stdout.Write(text.Bytes())
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.WriteFile(cfg.out, md.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", cfg.out)
+	return errors.Join(errs...)
+}
+
+// runStorageSuite runs each engine in a child process, one after another,
+// and writes the report as text and Markdown.
+func runStorageSuite(cfg config, base string, text, md *bytes.Buffer) error {
 	run := runInfo{cfg: cfg, started: time.Now(), dir: base, fsType: fsType(base)}
 	if run.fsType == "tmpfs" {
 		fmt.Fprintln(os.Stderr, "bench: warning: the data directory is on tmpfs, where fsync costs nothing; fill numbers will not mean much")
@@ -280,17 +333,8 @@ func runParent(cfg config) (err error) {
 		run.reports = append(run.reports, rep)
 	}
 
-	var text, md bytes.Buffer
-	run.writeText(&text)
-	run.writeMarkdown(&md)
-	os.Stdout.Write(text.Bytes())
-	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := os.WriteFile(cfg.out, md.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", cfg.out)
+	run.writeText(text)
+	run.writeMarkdown(md)
 	if len(failed) > 0 {
 		return fmt.Errorf("engines failed: %s", strings.Join(failed, ", "))
 	}
