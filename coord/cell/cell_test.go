@@ -350,3 +350,131 @@ func TestACLsAndSecret(t *testing.T) {
 		}
 	}
 }
+
+// handlesOf counts the handles a session has open at the cell.
+func handlesOf(t *testing.T, r *cell.Replica, session uint64) int {
+	snap, err := r.Dump(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, h := range snap.Handles {
+		if h.Session == session {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHandleCache checks Chubby's handle cache: closing a handle keeps it
+// open at the cell so that the next Open of the node costs no call, but
+// never for ephemeral nodes, and never once the node is gone.
+func TestHandleCache(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	m := tc.waitMaster()
+	a := tc.client("a", nil)
+	b := tc.client("b", nil)
+	c := ctx(t)
+	rw := coord.ModeRead | coord.ModeWrite
+	h, _, err := a.OpenNode(c, "/ls/local/f", client.OpenOptions{Mode: rw, Create: true, Contents: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close(c)
+	for i := 0; i < 10; i++ {
+		h, _, err := a.OpenNode(c, "/ls/local/f", client.OpenOptions{Mode: rw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, _, err := h.GetContentsAndStat(c); err != nil || string(data) != "x" {
+			t.Fatalf("through a reused handle: %q %v", data, err)
+		}
+		if err := h.Close(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := handlesOf(t, tc.replicas[m], a.SessionID()); n != 1 {
+		t.Fatalf("%d handles open at the cell after 11 opens and closes of one node, want the 1 cached", n)
+	}
+
+	// An ephemeral node goes with its last handle, cached or not.
+	e, _, err := a.OpenNode(c, "/ls/local/e", client.OpenOptions{Mode: rw, Create: true, Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close(c)
+	if _, _, err := b.OpenNode(c, "/ls/local/e", client.OpenOptions{Mode: coord.ModeRead}); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("the ephemeral node outlived its only handle: %v", err)
+	}
+
+	// Once b deletes the node, a's cached handle is dropped and an Open
+	// without create fails as it should.
+	bh, _, err := b.OpenNode(c, "/ls/local/f", client.OpenOptions{Mode: rw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bh.Delete(c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a to learn that the node is gone", 10*time.Second, func() bool {
+		h, _, err := a.OpenNode(c, "/ls/local/f", client.OpenOptions{Mode: rw})
+		if err == nil {
+			h.Close(c)
+		}
+		return errors.Is(err, coord.ErrNotFound)
+	})
+}
+
+// TestLockCache checks lock caching: with CacheLocks a released lock stays
+// held until another session asks for it, and then passes to it.
+func TestLockCache(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 4 * time.Second, CacheLocks: true})
+	if err := a.Open(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	b := tc.client("b", nil)
+	c := ctx(t)
+	rw := coord.ModeRead | coord.ModeWrite
+	ha, _, err := a.OpenNode(c, "/ls/local/L", client.OpenOptions{Mode: rw, Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first coord.Sequencer
+	for i := 0; i < 5; i++ {
+		if err := ha.Acquire(c, coord.Exclusive); err != nil {
+			t.Fatal(err)
+		}
+		seq, err := ha.GetSequencer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = seq
+		} else if seq != first {
+			t.Fatalf("a cached lock was given up: sequencer %v, then %v", first, seq)
+		}
+		if err := ha.Release(c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ha.GetSequencer(); err == nil {
+			t.Fatal("a released lock still has a sequencer")
+		}
+	}
+	hb, _, err := b.OpenNode(c, "/ls/local/L", client.OpenOptions{Mode: rw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hb.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatalf("b never got the lock a had cached: %v", err)
+	}
+	seqB, _ := hb.GetSequencer()
+	if seqB.LockGeneration <= first.LockGeneration {
+		t.Fatalf("b's lock generation %d is not above a's %d", seqB.LockGeneration, first.LockGeneration)
+	}
+	if ok, err := ha.TryAcquire(c, coord.Exclusive); ok || err != nil {
+		t.Fatalf("a took the lock back while b holds it: %v %v", ok, err)
+	}
+}

@@ -46,6 +46,16 @@ func (s *liveSession) push(e *pb.Event) {
 	s.poke()
 }
 
+// newLiveSession starts a session's bookkeeping on this master. Event and
+// invalidation sequence numbers start at the epoch in the high 32 bits, so
+// that they exceed every number an earlier master gave the session: the
+// client ignores numbers it has seen, and its acknowledgements of an older
+// master's numbers acknowledge nothing here.
+func (m *master) newLiveSession(id uint64, leaseEnd time.Time) *liveSession {
+	return &liveSession{id: id, leaseEnd: leaseEnd, wake: make(chan struct{}, 1),
+		eventSeq: m.epoch << 32, invalSeq: m.epoch << 32, acked: m.epoch << 32}
+}
+
 // master is the state a replica keeps while it is the cell's master. None
 // of it is replicated: a new master rebuilds it conservatively.
 type master struct {
@@ -125,7 +135,7 @@ func (m *master) takeOver() error {
 	m.mu.Lock()
 	m.failoverAt = now
 	for _, id := range v.([]uint64) {
-		s := &liveSession{id: id, leaseEnd: now.Add(m.lease + r.opts.Grace), wake: make(chan struct{}, 1)}
+		s := m.newLiveSession(id, now.Add(m.lease+r.opts.Grace))
 		s.push(&pb.Event{Type: pb.Event_MASTER_FAILOVER})
 		s.failoverSeq = s.eventSeq
 		m.sessions[id] = s
@@ -205,8 +215,9 @@ func (m *master) createSession(ctx context.Context, principal string) (*pb.Creat
 		return nil, err
 	}
 	m.mu.Lock()
-	m.sessions[res.Session.Id] = &liveSession{id: res.Session.Id, leaseEnd: time.Now().Add(m.lease), wake: make(chan struct{}, 1),
-		lastKeepAlive: time.Now()}
+	s := m.newLiveSession(res.Session.Id, time.Now().Add(m.lease))
+	s.lastKeepAlive = time.Now()
+	m.sessions[res.Session.Id] = s
 	m.mu.Unlock()
 	return &pb.CreateSessionResponse{Session: res.Session, Epoch: m.epoch, LeaseMs: m.lease.Milliseconds()}, nil
 }

@@ -72,6 +72,13 @@ type Options struct {
 	// Dialer, if set, makes the connections to replicas (for proxies and
 	// for tests that cut a client off).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// CacheLocks keeps a lock after Release until another session asks for
+	// it (or the handle closes), so that taking it again costs no call, as
+	// Chubby's lock caching does. Others then wait one round trip longer.
+	CacheLocks bool
+	// MaxIdleHandles bounds the handles kept open at the cell after Close
+	// for a later OpenNode of the same node to reuse (default 64; -1: none).
+	MaxIdleHandles int
 }
 
 // Event is something the cell or the library reports.
@@ -122,6 +129,8 @@ type Client struct {
 	dirty       map[string]uint64 // path -> bumped on every invalidation or own write
 	flushes     uint64            // bumped on every cache flush
 	handles     map[uint64]*Handle
+	idle        map[idleKey][]*pb.HandleRef // closed by the program, open at the cell
+	idleByID    map[uint64]idleKey
 
 	evMu    sync.Mutex
 	evQueue []Event
@@ -142,9 +151,12 @@ func New(opts Options) *Client {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
+	if opts.MaxIdleHandles == 0 {
+		opts.MaxIdleHandles = 64
+	}
 	return &Client{opts: opts, conns: map[string]*grpc.ClientConn{}, changed: make(chan struct{}),
 		outstanding: map[uint64]bool{}, cache: map[string]*cacheEntry{}, dirty: map[string]uint64{},
-		handles: map[uint64]*Handle{}, evWake: make(chan struct{}, 1), stop: make(chan struct{})}
+		handles: map[uint64]*Handle{}, idle: map[idleKey][]*pb.HandleRef{}, idleByID: map[uint64]idleKey{}, evWake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // Open creates the session and starts keeping it alive.

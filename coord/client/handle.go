@@ -41,13 +41,32 @@ type Handle struct {
 	ref      *pb.HandleRef
 	name     string
 	path     string
+	key      idleKey
+	mask     coord.EventMask // what the program subscribed to
+	reusable bool            // may stay open at the cell after Close
 	poisoned atomic.Bool
 	invalid  atomic.Bool
 	closed   atomic.Bool
 
-	mu  sync.Mutex
-	seq *coord.Sequencer // of the lock this handle holds, if any
+	mu        sync.Mutex
+	seq       *coord.Sequencer // of the lock the program holds, if any
+	cachedSeq *coord.Sequencer // of a lock released by the program but kept (CacheLocks)
+	contended bool             // another session asked for the lock since it was acquired
 }
+
+// idleKey says which Opens may reuse an idle handle: same node, same
+// mode, same events, same lock-delay.
+type idleKey struct {
+	path      string
+	mode      coord.Mode
+	mask      coord.EventMask
+	lockDelay time.Duration
+}
+
+// libraryEvents are subscribed on every handle for the library's own use:
+// it drops cached handles whose node is gone and gives up cached locks
+// that another session wants.
+var libraryEvents = coord.Mask(coord.EventHandleInvalid, coord.EventConflictingLock)
 
 // OpenNode opens (and perhaps creates) a node, Chubby's Open. It reports
 // whether it created the node.
@@ -59,9 +78,15 @@ func (c *Client) OpenNode(ctx context.Context, name string, opts OpenOptions) (*
 	if opts.LockDelay < 0 || opts.LockDelay > coord.MaxLockDelay {
 		return nil, false, coord.Errorf(coord.InvalidArgument, "lock-delay %v is outside [0, %v]", opts.LockDelay, coord.MaxLockDelay)
 	}
+	key := idleKey{path: n.Path, mode: opts.Mode, mask: opts.Events, lockDelay: opts.LockDelay}
+	if !opts.Create {
+		if h := c.reuseIdle(n, key); h != nil {
+			return h, false, nil
+		}
+	}
 	id, done := c.newRequest()
 	defer done()
-	req := &pb.OpenRequest{RequestId: id, Path: n.Path, Mode: uint32(opts.Mode), EventMask: uint32(opts.Events),
+	req := &pb.OpenRequest{RequestId: id, Path: n.Path, Mode: uint32(opts.Mode), EventMask: uint32(opts.Events | libraryEvents),
 		LockDelayMs: opts.LockDelay.Milliseconds(), Create: &pb.CreateOptions{Create: opts.Create, MustCreate: opts.MustCreate,
 			Directory: opts.Directory, Ephemeral: opts.Ephemeral, Contents: opts.Contents, Acl: pb.ACLToProto(opts.ACL)}}
 	var resp *pb.OpenResponse
@@ -74,11 +99,76 @@ func (c *Client) OpenNode(ctx context.Context, name string, opts OpenOptions) (*
 	if err != nil {
 		return nil, false, err
 	}
-	h := &Handle{c: c, ref: resp.Handle, name: n.String(), path: n.Path}
+	h := &Handle{c: c, ref: resp.Handle, name: n.String(), path: n.Path, key: key, mask: opts.Events,
+		// A handle on an ephemeral node must really close: the node lives
+		// only while handles are open on it.
+		reusable: resp.Stat != nil && !resp.Stat.Ephemeral && !opts.Ephemeral}
 	c.mu.Lock()
 	c.handles[h.ref.Id] = h
 	c.mu.Unlock()
 	return h, resp.Created, nil
+}
+
+// reuseIdle returns a handle made from an idle one for key, if there is
+// one: Chubby's handle cache, which spares the Open call.
+func (c *Client) reuseIdle(n coord.Name, key idleKey) *Handle {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	refs := c.idle[key]
+	if len(refs) == 0 || c.state != stateSafe {
+		return nil
+	}
+	ref := refs[len(refs)-1]
+	c.idle[key] = refs[:len(refs)-1]
+	if len(c.idle[key]) == 0 {
+		delete(c.idle, key)
+	}
+	delete(c.idleByID, ref.Id)
+	h := &Handle{c: c, ref: ref, name: n.String(), path: n.Path, key: key, mask: key.mask, reusable: true}
+	c.handles[ref.Id] = h
+	return h
+}
+
+// dropIdleLocked forgets an idle handle whose node is gone. c.mu must be
+// held.
+func (c *Client) dropIdleLocked(id uint64) {
+	key, ok := c.idleByID[id]
+	if !ok {
+		return
+	}
+	delete(c.idleByID, id)
+	refs := c.idle[key]
+	for i, r := range refs {
+		if r.Id == id {
+			c.idle[key] = append(refs[:i:i], refs[i+1:]...)
+			break
+		}
+	}
+	if len(c.idle[key]) == 0 {
+		delete(c.idle, key)
+	}
+}
+
+// keepIdle makes a closed handle idle instead of closing it at the cell,
+// if the cache has room. It reports whether it did.
+func (h *Handle) keepIdle() bool {
+	c := h.c
+	h.mu.Lock()
+	locked := h.seq != nil || h.cachedSeq != nil
+	h.mu.Unlock()
+	if !h.reusable || locked || h.usable() != nil || c.opts.MaxIdleHandles < 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != stateSafe || len(c.idleByID) >= c.opts.MaxIdleHandles {
+		return false
+	}
+	c.idle[h.key] = append(c.idle[h.key], h.ref)
+	c.idleByID[h.ref.Id] = h.key
+	delete(c.handles, h.ref.Id)
+	h.closed.Store(true)
+	return true
 }
 
 // Name returns the node's full name.
@@ -129,7 +219,7 @@ func (h *Handle) send(ctx context.Context, fn func(context.Context, pb.ChubbyCli
 // Close closes the handle. A lock it holds is released; an ephemeral node
 // goes with its last handle.
 func (h *Handle) Close(ctx context.Context) error {
-	if h.closed.Load() {
+	if h.closed.Load() || h.keepIdle() {
 		return nil
 	}
 	// Poisoned and invalidated handles still get closed at the cell.
@@ -303,6 +393,18 @@ func (h *Handle) TryAcquire(ctx context.Context, mode coord.LockMode) (bool, err
 }
 
 func (h *Handle) acquire(ctx context.Context, mode coord.LockMode, wait bool) (bool, error) {
+	safe := h.c.Safe()
+	h.mu.Lock()
+	if cs := h.cachedSeq; cs != nil && cs.Mode == mode && safe && h.usable() == nil {
+		// Still held at the cell since the program released it.
+		h.seq, h.cachedSeq = cs, nil
+		h.mu.Unlock()
+		return true, nil
+	}
+	h.mu.Unlock()
+	if err := h.releaseCached(ctx); err != nil {
+		return false, err
+	}
 	var resp *pb.AcquireResponse
 	err := h.mutate(ctx, func(ctx context.Context, cli pb.ChubbyClient, r *pb.HandleRequest, o grpc.CallOption) error {
 		var err error
@@ -315,14 +417,62 @@ func (h *Handle) acquire(ctx context.Context, mode coord.LockMode, wait bool) (b
 	}
 	seq := pb.SequencerFromProto(resp.Sequencer)
 	h.mu.Lock()
-	h.seq = &seq
+	h.seq, h.contended = &seq, false
 	h.mu.Unlock()
 	return true, nil
 }
 
-// Release releases the node's lock.
+// releaseCached gives up a lock kept after the program released it.
+func (h *Handle) releaseCached(ctx context.Context) error {
+	h.mu.Lock()
+	cs := h.cachedSeq
+	h.cachedSeq = nil
+	h.mu.Unlock()
+	if cs == nil {
+		return nil
+	}
+	return h.send(ctx, func(ctx context.Context, cli pb.ChubbyClient, r *pb.HandleRequest, o grpc.CallOption) error {
+		_, err := cli.Release(ctx, r, o)
+		return err
+	})
+}
+
+// conflict notes that another session wants this handle's lock, and gives
+// up a cached one. It runs under c.mu, so the call goes on its own.
+func (h *Handle) conflict() {
+	h.mu.Lock()
+	h.contended = true
+	cached := h.cachedSeq != nil
+	h.mu.Unlock()
+	if !cached {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		go func() {
+			select {
+			case <-h.c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := h.releaseCached(ctx); err != nil {
+			h.c.opts.Logf("cell %s: giving up the cached lock on %s: %v", h.c.opts.Cell, h.name, err)
+		}
+	}()
+}
+
+// Release releases the node's lock. With Options.CacheLocks the lock stays
+// held at the cell until another session asks for it, and the next
+// Acquire in the same mode takes it back without a call.
 func (h *Handle) Release(ctx context.Context) error {
 	h.mu.Lock()
+	if h.c.opts.CacheLocks && h.seq != nil && !h.contended && h.usable() == nil {
+		h.cachedSeq, h.seq = h.seq, nil
+		h.mu.Unlock()
+		return nil
+	}
 	h.seq = nil
 	h.mu.Unlock()
 	return h.mutate(ctx, func(ctx context.Context, cli pb.ChubbyClient, r *pb.HandleRequest, o grpc.CallOption) error {

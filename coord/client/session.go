@@ -108,6 +108,7 @@ func (c *Client) expire() {
 		return
 	}
 	c.flushLocked()
+	c.idle, c.idleByID = map[idleKey][]*pb.HandleRef{}, map[uint64]idleKey{}
 	c.setState(stateExpired)
 	c.mu.Unlock()
 	c.opts.Logf("cell %s session %d: expired", c.opts.Cell, c.session.Id)
@@ -147,10 +148,20 @@ func (c *Client) answer(sent time.Time, resp *pb.KeepAliveResponse) {
 		if ev.Handle != 0 {
 			e.Handle = c.handles[ev.Handle]
 			if e.Handle == nil {
+				if ev.Type == pb.Event_HANDLE_INVALID {
+					c.dropIdleLocked(ev.Handle)
+				}
 				continue // closed since
 			}
 			if ev.Type == pb.Event_HANDLE_INVALID {
 				e.Handle.invalid.Store(true)
+			}
+			if ev.Type == pb.Event_CONFLICTING_LOCK {
+				e.Handle.conflict()
+			}
+			// The library subscribes to some events for itself.
+			if !e.Handle.mask.Has(e.Type) {
+				continue
 			}
 		}
 		events = append(events, e)
