@@ -39,6 +39,9 @@ bench:
 soak:
 	CELLAR_MODEL_OPS=300000 $(GO) test -count=3 -timeout 60m -run 'TestRandomizedAgainstModel' ./kv/tablet/
 	$(GO) test -count=20 -timeout 60m -run 'TestCrashKeepsAcknowledgedWrites|TestKill9KeepsAcknowledgedWrites' ./kv/tablet/
+	CELLAR_FSM_SEEDS=500 $(GO) test -timeout 60m -run 'TestRandomDeterminismAndSnapshots' ./coord/fsm/
+	$(GO) test -count=20 -timeout 60m -run 'TestFailoverUnderLoad|TestLinearizableUnderLeaderKills|TestSessionExpiry|TestSequencerFencing' ./coord/cell/
+	$(GO) test -count=5 -timeout 60m -run 'TestChubbyProcessesSurviveKill9' ./tests/
 	$(MAKE) fuzz
 
 fuzz:

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -338,7 +339,11 @@ func checkInvariants(t *testing.T, s *State) {
 // snapshotting and restoring one of them along the way, and checks that
 // both stay identical and the invariants hold.
 func TestRandomDeterminismAndSnapshots(t *testing.T) {
-	for seed := int64(1); seed <= 20; seed++ {
+	seeds := int64(20)
+	if v, err := strconv.ParseInt(os.Getenv("CELLAR_FSM_SEEDS"), 10, 64); err == nil && v > 0 {
+		seeds = v // make soak runs more
+	}
+	for seed := int64(1); seed <= seeds; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		a, b := New(), New()
 		boot := &pb.Command{NowMs: 1, Op: &pb.Command_Bootstrap{Bootstrap: &pb.Bootstrap{Cell: "test", Key: testKey}}}

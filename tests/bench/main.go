@@ -138,6 +138,7 @@ func main() {
 	cfg.workloads = splitList(workloads)
 	cfg.engines = splitList(engines)
 	cfg.suites = splitList(suites)
+	cfg.coord.runs = cfg.runs
 	for _, c := range splitList(clients) {
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 1 {
