@@ -9,7 +9,7 @@ if ! command -v protoc >/dev/null 2>&1; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get update
-	$sudo DEBIAN_FRONTEND=noninteractive apt-get install -y protobuf-compiler
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y protobuf-compiler
 fi
 bin="$(go env GOPATH)/bin"
 export PATH="$bin:$PATH"

@@ -478,3 +478,19 @@ func TestLockCache(t *testing.T) {
 		t.Fatalf("a took the lock back while b holds it: %v %v", ok, err)
 	}
 }
+
+// TestIdleSessionStaysSafe checks the lease arithmetic of KeepAlives: the
+// master holds each KeepAlive for most of a lease, and the client must
+// count its new lease from when the master granted it, not from when it
+// sent the call, or it would fall into jeopardy (and block every call)
+// for most of each lease.
+func TestIdleSessionStaysSafe(t *testing.T) {
+	tc := newTestCell(t, 3, func(o *cell.Options) { o.Lease = 3 * time.Second })
+	tc.waitMaster()
+	var events eventLog
+	c := tc.client("idle", events.add)
+	time.Sleep(10 * time.Second) // three KeepAlive cycles
+	if !c.Safe() || events.count(coord.EventJeopardy, "") > 0 {
+		t.Fatalf("an idle session on a healthy cell went into jeopardy: %v", events.events)
+	}
+}

@@ -411,12 +411,13 @@ func (m *master) nodesMoved(paths ...string) {
 // lease nears its end or there is news, confirms that this replica still
 // leads, and extends the lease.
 func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.KeepAliveResponse, error) {
+	arrived := time.Now()
 	s, err := m.session(req.Session)
 	if err != nil {
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
 	}
 	m.mu.Lock()
-	s.lastKeepAlive = time.Now()
+	s.lastKeepAlive = arrived
 	for len(s.events) > 0 && s.events[0].Seq <= req.AckedEventSeq {
 		s.events = s.events[1:]
 	}
@@ -434,8 +435,9 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	m.mu.Unlock()
 
 	// Hold the call until news arrives or the lease is about to run out,
-	// leaving the reply time to reach the client.
-	guard := min(m.lease/4, 2*time.Second)
+	// leaving the reply a quarter of the lease to reach the client (and
+	// the read index below its time).
+	guard := m.lease / 4
 	if !news {
 		t := time.NewTimer(time.Until(leaseEnd.Add(-guard)))
 		select {
@@ -462,8 +464,11 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	if m.sessions[s.id] != s || s.expiring {
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
 	}
-	s.leaseEnd = time.Now().Add(m.lease)
-	return &pb.KeepAliveResponse{LeaseMs: m.lease.Milliseconds(), Epoch: m.epoch,
+	// The lease runs from now; the client learns how long the call was
+	// held, so that its own reckoning starts no later than this.
+	now := time.Now()
+	s.leaseEnd = now.Add(m.lease)
+	return &pb.KeepAliveResponse{LeaseMs: m.lease.Milliseconds(), HeldMs: now.Sub(arrived).Milliseconds(), Epoch: m.epoch,
 		Events: append([]*pb.Event(nil), s.events...), Invalidations: append([]*pb.Invalidation(nil), s.invals...)}, nil
 }
 

@@ -119,7 +119,9 @@ func (c *Client) expire() {
 func (c *Client) answer(sent time.Time, resp *pb.KeepAliveResponse) {
 	var events []Event
 	c.mu.Lock()
-	c.leaseEnd = sent.Add(conservative(time.Duration(resp.LeaseMs) * time.Millisecond))
+	// The master started the lease HeldMs after the request reached it,
+	// so no earlier than sent + HeldMs by its clock.
+	c.leaseEnd = sent.Add(conservative(time.Duration(resp.HeldMs+resp.LeaseMs) * time.Millisecond))
 	c.epoch = resp.Epoch
 	wasJeopardy := c.state == stateJeopardy
 	if wasJeopardy {

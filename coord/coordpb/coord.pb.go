@@ -911,12 +911,17 @@ func (x *Invalidation) GetSeq() uint64 {
 }
 
 type KeepAliveResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaseMs       int64                  `protobuf:"varint,1,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"` // the lease now runs this long from the request's send time
-	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Events        []*Event               `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
-	Invalidations []*Invalidation        `protobuf:"bytes,4,rep,name=invalidations,proto3" json:"invalidations,omitempty"`
-	Expired       bool                   `protobuf:"varint,5,opt,name=expired,proto3" json:"expired,omitempty"` // the session is gone
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The master extended the lease to run lease_ms from the moment it
+	// decided to answer, held_ms after the request reached it. The client
+	// therefore counts the lease from its send time plus held_ms, which is
+	// never later than the master's start of the lease.
+	LeaseMs       int64           `protobuf:"varint,1,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	Epoch         uint64          `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Events        []*Event        `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	Invalidations []*Invalidation `protobuf:"bytes,4,rep,name=invalidations,proto3" json:"invalidations,omitempty"`
+	Expired       bool            `protobuf:"varint,5,opt,name=expired,proto3" json:"expired,omitempty"` // the session is gone
+	HeldMs        int64           `protobuf:"varint,6,opt,name=held_ms,json=heldMs,proto3" json:"held_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -984,6 +989,13 @@ func (x *KeepAliveResponse) GetExpired() bool {
 		return x.Expired
 	}
 	return false
+}
+
+func (x *KeepAliveResponse) GetHeldMs() int64 {
+	if x != nil {
+		return x.HeldMs
+	}
+	return 0
 }
 
 type CloseSessionRequest struct {
@@ -3253,13 +3265,14 @@ const file_coord_proto_rawDesc = "" +
 	"\x11request_ack_below\x18\x04 \x01(\x04R\x0frequestAckBelow\"4\n" +
 	"\fInvalidation\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xd3\x01\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xec\x01\n" +
 	"\x11KeepAliveResponse\x12\x19\n" +
 	"\blease_ms\x18\x01 \x01(\x03R\aleaseMs\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12.\n" +
 	"\x06events\x18\x03 \x03(\v2\x16.cellar.coord.v1.EventR\x06events\x12C\n" +
 	"\rinvalidations\x18\x04 \x03(\v2\x1d.cellar.coord.v1.InvalidationR\rinvalidations\x12\x18\n" +
-	"\aexpired\x18\x05 \x01(\bR\aexpired\"L\n" +
+	"\aexpired\x18\x05 \x01(\bR\aexpired\x12\x17\n" +
+	"\aheld_ms\x18\x06 \x01(\x03R\x06heldMs\"L\n" +
 	"\x13CloseSessionRequest\x125\n" +
 	"\asession\x18\x01 \x01(\v2\x1b.cellar.coord.v1.SessionRefR\asession\"\x16\n" +
 	"\x14CloseSessionResponse\"\xc8\x01\n" +
