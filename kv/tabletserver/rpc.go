@@ -1,0 +1,410 @@
+package tabletserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/kv/tablet"
+	pb "github.com/cellardb/cellar/kv/tabletpb"
+)
+
+// scanBatchBytes bounds one ScanResponse message.
+const scanBatchBytes = 1 << 20
+
+func notServing(format string, args ...any) error {
+	return status.Error(codes.FailedPrecondition, "not serving: "+fmt.Sprintf(format, args...))
+}
+
+// toStatus classifies a store error as a gRPC status.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	code := codes.Internal
+	switch {
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	case errors.Is(err, model.ErrNotServing):
+		return status.Error(codes.FailedPrecondition, "not serving: "+err.Error())
+	case errors.Is(err, model.ErrInvalidArgument):
+		code = codes.InvalidArgument
+	case errors.Is(err, model.ErrNotFound):
+		code = codes.NotFound
+	case errors.Is(err, model.ErrFailedPrecondition):
+		code = codes.FailedPrecondition
+	case errors.Is(err, model.ErrResourceExhausted):
+		code = codes.ResourceExhausted
+	case errors.Is(err, model.ErrUnavailable), errors.Is(err, model.ErrClosed):
+		code = codes.Unavailable
+	case errors.Is(err, model.ErrCorruption):
+		code = codes.DataLoss
+	}
+	return status.Error(code, err.Error())
+}
+
+func invalid(format string, args ...any) error {
+	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
+}
+
+func checkRow(table string, row []byte) error {
+	if table == "" {
+		return invalid("no table name")
+	}
+	if len(row) > model.MaxRowKeyLen {
+		return invalid("row key of %d bytes exceeds the limit of %d", len(row), model.MaxRowKeyLen)
+	}
+	return nil
+}
+
+// filter is a compiled pb.Filter.
+type filter struct {
+	read      tablet.ReadOptions
+	qualifier *regexp.Regexp
+	value     *regexp.Regexp
+}
+
+func compileFilter(f *pb.Filter) (filter, error) {
+	var out filter
+	if f == nil {
+		return out, nil
+	}
+	out.read.Families = f.Families
+	if tr := f.TimeRange; tr != nil {
+		out.read.TimeRange = model.TimeRange{Start: tr.Start, End: tr.End}
+		if err := out.read.TimeRange.Validate(); err != nil {
+			return out, invalid("filter: %v", err)
+		}
+	}
+	if f.MaxVersions < 0 {
+		return out, invalid("filter: max_versions %d is negative", f.MaxVersions)
+	}
+	out.read.MaxVersions = int(f.MaxVersions)
+	var err error
+	if f.QualifierRegex != "" {
+		if out.qualifier, err = regexp.Compile(`^(?:` + f.QualifierRegex + `)$`); err != nil {
+			return out, invalid("filter: qualifier_regex: %v", err)
+		}
+	}
+	if f.ValueRegex != "" {
+		if out.value, err = regexp.Compile(`^(?:` + f.ValueRegex + `)$`); err != nil {
+			return out, invalid("filter: value_regex: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// cells keeps the cells that pass the regular expressions.
+func (f filter) cells(in []model.Cell) []model.Cell {
+	if f.qualifier == nil && f.value == nil {
+		return in
+	}
+	out := in[:0:0]
+	for _, c := range in {
+		if (f.qualifier == nil || f.qualifier.Match(c.Qualifier)) && (f.value == nil || f.value.Match(c.Value)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func rowToProto(r model.Row, cells []model.Cell) *pb.Row {
+	out := &pb.Row{Key: r.Key, Cells: make([]*pb.Cell, len(cells))}
+	for i, c := range cells {
+		out.Cells[i] = &pb.Cell{Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value}
+	}
+	return out
+}
+
+func mutationsFromProto(ms []*pb.Mutation) ([]model.Mutation, error) {
+	if len(ms) == 0 {
+		return nil, invalid("no mutations")
+	}
+	out := make([]model.Mutation, 0, len(ms))
+	for i, m := range ms {
+		switch v := m.GetMutation().(type) {
+		case *pb.Mutation_SetCell_:
+			out = append(out, model.SetCell(v.SetCell.Family, v.SetCell.Qualifier, v.SetCell.Timestamp, v.SetCell.Value))
+		case *pb.Mutation_DeleteColumn_:
+			var tr model.TimeRange
+			if r := v.DeleteColumn.TimeRange; r != nil {
+				tr = model.TimeRange{Start: r.Start, End: r.End}
+			}
+			out = append(out, model.DeleteColumn(v.DeleteColumn.Family, v.DeleteColumn.Qualifier, tr))
+		case *pb.Mutation_DeleteFamily_:
+			out = append(out, model.DeleteFamily(v.DeleteFamily.Family))
+		case *pb.Mutation_DeleteRow_:
+			out = append(out, model.DeleteRow())
+		default:
+			return nil, invalid("mutation %d is empty", i)
+		}
+	}
+	return out, nil
+}
+
+// ReadRow reads one row.
+func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadRowResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := checkRow(req.Table, req.Row); err != nil {
+		return nil, err
+	}
+	f, err := compileFilter(req.Filter)
+	if err != nil {
+		return nil, err
+	}
+	row, found, err := s.opts.Store.ReadRow(ctx, req.Table, req.Row, f.read)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	cells := f.cells(row.Cells)
+	if !found || len(cells) == 0 {
+		return &pb.ReadRowResponse{}, nil
+	}
+	return &pb.ReadRowResponse{Found: true, Row: rowToProto(row, cells)}, nil
+}
+
+// Scan streams the rows of the ranges, which must be in order and must
+// not overlap.
+func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) error {
+	if err := s.serving(); err != nil {
+		return err
+	}
+	if req.Table == "" {
+		return invalid("no table name")
+	}
+	if req.RowLimit < 0 {
+		return invalid("row_limit %d is negative", req.RowLimit)
+	}
+	f, err := compileFilter(req.Filter)
+	if err != nil {
+		return err
+	}
+	ranges := req.Ranges
+	if len(ranges) == 0 {
+		ranges = []*pb.RowRange{{}}
+	}
+	for i, r := range ranges {
+		if len(r.End) > 0 && bytes.Compare(r.Start, r.End) >= 0 {
+			return invalid("range %d is empty: [%q, %q)", i, r.Start, r.End)
+		}
+		if i > 0 && (len(ranges[i-1].End) == 0 || bytes.Compare(r.Start, ranges[i-1].End) < 0) {
+			return invalid("range %d overlaps or precedes range %d; give ranges in order", i, i-1)
+		}
+	}
+	ctx := stream.Context()
+	sent := int64(0)
+	var batch []*pb.Row
+	size := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := stream.Send(&pb.ScanResponse{Rows: batch})
+		batch, size = nil, 0
+		return err
+	}
+	for _, r := range ranges {
+		opts := f.read
+		if req.RowLimit > 0 {
+			opts.Limit = int(req.RowLimit - sent)
+		}
+		sc := s.opts.Store.Scan(ctx, req.Table, model.RowRange{Start: r.Start, End: r.End}, opts)
+		for sc.Next() {
+			// A server that lost its lock mid-scan stops at once.
+			if err := s.serving(); err != nil {
+				sc.Close()
+				return err
+			}
+			row := sc.Row()
+			cells := f.cells(row.Cells)
+			if len(cells) == 0 {
+				continue
+			}
+			p := rowToProto(row, cells)
+			batch = append(batch, p)
+			size += len(p.Key)
+			for _, c := range p.Cells {
+				size += len(c.Qualifier) + len(c.Value) + len(c.Family) + 16
+			}
+			sent++
+			if size >= scanBatchBytes {
+				if err := flush(); err != nil {
+					sc.Close()
+					return err
+				}
+			}
+			if req.RowLimit > 0 && sent >= req.RowLimit {
+				break
+			}
+		}
+		err := sc.Err()
+		sc.Close()
+		if err != nil {
+			return toStatus(err)
+		}
+		if req.RowLimit > 0 && sent >= req.RowLimit {
+			break
+		}
+	}
+	return flush()
+}
+
+// MutateRow applies mutations to one row atomically.
+func (s *Server) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.MutateRowResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := checkRow(req.Table, req.Row); err != nil {
+		return nil, err
+	}
+	ms, err := mutationsFromProto(req.Mutations)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.opts.Store.Apply(ctx, req.Table, &model.RowMutation{Row: req.Row, Mutations: ms}); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.MutateRowResponse{}, nil
+}
+
+// MutateRows applies each entry atomically and reports each outcome.
+func (s *Server) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb.MutateRowsResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if req.Table == "" {
+		return nil, invalid("no table name")
+	}
+	out := &pb.MutateRowsResponse{Statuses: make([]*pb.Status, len(req.Entries))}
+	for i, e := range req.Entries {
+		err := s.serving()
+		if err == nil {
+			err = checkRow(req.Table, e.Row)
+		}
+		var ms []model.Mutation
+		if err == nil {
+			ms, err = mutationsFromProto(e.Mutations)
+		}
+		if err == nil {
+			err = toStatus(s.opts.Store.Apply(ctx, req.Table, &model.RowMutation{Row: e.Row, Mutations: ms}))
+		}
+		st, _ := status.FromError(err)
+		out.Statuses[i] = &pb.Status{Code: int32(st.Code()), Message: st.Message()}
+	}
+	return out, nil
+}
+
+// ReadModifyWrite applies append and increment rules to one row atomically.
+func (s *Server) ReadModifyWrite(ctx context.Context, req *pb.ReadModifyWriteRequest) (*pb.ReadModifyWriteResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := checkRow(req.Table, req.Row); err != nil {
+		return nil, err
+	}
+	if len(req.Rules) == 0 {
+		return nil, invalid("no rules")
+	}
+	rules := make([]tablet.ReadModifyWriteRule, len(req.Rules))
+	for i, r := range req.Rules {
+		rules[i] = tablet.ReadModifyWriteRule{Family: r.Family, Qualifier: r.Qualifier}
+		switch v := r.Rule.(type) {
+		case *pb.ReadModifyWriteRequest_Rule_Append:
+			rules[i].Append = v.Append
+			if rules[i].Append == nil {
+				rules[i].Append = []byte{}
+			}
+		case *pb.ReadModifyWriteRequest_Rule_Increment:
+			rules[i].Increment = v.Increment
+		default:
+			return nil, invalid("rule %d is neither append nor increment", i)
+		}
+	}
+	cells, err := s.opts.Store.ReadModifyWrite(ctx, req.Table, req.Row, rules)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ReadModifyWriteResponse{Cells: rowToProto(model.Row{}, cells).Cells}, nil
+}
+
+// CheckAndMutate applies one list of mutations or the other, depending on
+// whether the predicate leaves any cell of the row, atomically.
+func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateRequest) (*pb.CheckAndMutateResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := checkRow(req.Table, req.Row); err != nil {
+		return nil, err
+	}
+	f, err := compileFilter(req.Predicate)
+	if err != nil {
+		return nil, err
+	}
+	var ifTrue, ifFalse []model.Mutation
+	if len(req.TrueMutations) > 0 {
+		if ifTrue, err = mutationsFromProto(req.TrueMutations); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.FalseMutations) > 0 {
+		if ifFalse, err = mutationsFromProto(req.FalseMutations); err != nil {
+			return nil, err
+		}
+	}
+	matched, err := s.opts.Store.CheckAndMutate(ctx, req.Table, req.Row, f.read,
+		func(cells []model.Cell) bool { return len(f.cells(cells)) > 0 }, ifTrue, ifFalse)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CheckAndMutateResponse{PredicateMatched: matched}, nil
+}
+
+// SampleRowKeys returns each tablet's end key with the bytes up to it.
+func (s *Server) SampleRowKeys(ctx context.Context, req *pb.SampleRowKeysRequest) (*pb.SampleRowKeysResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if req.Table == "" {
+		return nil, invalid("no table name")
+	}
+	out := &pb.SampleRowKeysResponse{}
+	var offset int64
+	for _, t := range s.opts.Store.Tablets() {
+		if t.Table() != req.Table {
+			continue
+		}
+		offset += int64(t.Size())
+		out.Samples = append(out.Samples, &pb.SampleRowKeysResponse_Sample{RowKey: t.Range().End, OffsetBytes: offset})
+	}
+	if len(out.Samples) == 0 {
+		return nil, status.Errorf(codes.NotFound, "table %q: no tablets served here", req.Table)
+	}
+	return out, nil
+}
+
+// ListTablets lists the served tablets.
+func (s *Server) ListTablets(ctx context.Context, _ *pb.ListTabletsRequest) (*pb.ListTabletsResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	out := &pb.ListTabletsResponse{Server: s.opts.ID}
+	for _, t := range s.opts.Store.Tablets() {
+		r := t.Range()
+		out.Tablets = append(out.Tablets, &pb.TabletInfo{Id: t.ID(), Table: t.Table(),
+			Range: &pb.RowRange{Start: r.Start, End: r.End}, SizeBytes: int64(t.Size())})
+	}
+	return out, nil
+}

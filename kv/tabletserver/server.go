@@ -1,0 +1,213 @@
+package tabletserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/cellardb/cellar/kv/tablet"
+	pb "github.com/cellardb/cellar/kv/tabletpb"
+)
+
+// Coordinator is what the server needs of the lock service: a file it
+// owns under an exclusive lock.
+type Coordinator interface {
+	// Lock creates the file at path with contents unless it exists, and
+	// takes its exclusive lock, waiting for it under ctx.
+	Lock(ctx context.Context, path string, contents []byte) (Lock, error)
+}
+
+// Lock is a held lock on the server's file.
+type Lock interface {
+	// Held reports, without a network round trip, whether the lock is
+	// still held and the session that holds it is safe.
+	Held() bool
+	// Lost returns a channel that is closed once the lock is lost.
+	Lost() <-chan struct{}
+	// Relock takes the lock again after it was lost. It returns
+	// ErrFileGone if the file no longer exists.
+	Relock(ctx context.Context) error
+	// Release gives the lock up.
+	Release(ctx context.Context) error
+}
+
+// ErrFileGone says that the server's file in the lock service is gone.
+var ErrFileGone = errors.New("the server's file is gone")
+
+// Options configure a server.
+type Options struct {
+	// ID names the server; its file is ServersDir/ID.
+	ID string
+	// Addr is the address clients reach the server at; it is the file's
+	// contents.
+	Addr string
+	// ServersDir is the lock service directory of the servers' files.
+	ServersDir string
+	// Store holds the tablets the server serves.
+	Store *tablet.Store
+	// Coord is the lock service.
+	Coord Coordinator
+	// RelockBackoff is the wait between attempts to retake a lost lock.
+	RelockBackoff time.Duration
+	// Logf receives notable events.
+	Logf func(format string, args ...any)
+	// OnFatal is called once, from the server's own goroutine, when the
+	// server must stop for good (its file is gone).
+	OnFatal func(error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.ServersDir == "" {
+		o.ServersDir = "/ls/local/cellar/servers"
+	}
+	if o.RelockBackoff == 0 {
+		o.RelockBackoff = 200 * time.Millisecond
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.OnFatal == nil {
+		o.OnFatal = func(error) {}
+	}
+	return o
+}
+
+// Validate checks the options.
+func (o Options) Validate() error {
+	switch {
+	case o.ID == "":
+		return errors.New("tabletserver: no server id")
+	case o.Addr == "":
+		return errors.New("tabletserver: no address")
+	case o.Store == nil || o.Coord == nil:
+		return errors.New("tabletserver: a store and a lock service are required")
+	}
+	return nil
+}
+
+// Server serves the tablets of a store.
+type Server struct {
+	pb.UnimplementedTabletServerServer
+	opts Options
+
+	mu   sync.Mutex
+	lock Lock
+	dead atomic.Bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	grpc *grpc.Server
+}
+
+// New returns a server. It does no I/O; Open registers it.
+func New(opts Options) *Server {
+	return &Server{opts: opts.withDefaults(), stop: make(chan struct{})}
+}
+
+// Path is the server's file in the lock service.
+func (s *Server) Path() string { return s.opts.ServersDir + "/" + s.opts.ID }
+
+// Open registers the server: it creates its file and takes its lock, then
+// watches the lock.
+func (s *Server) Open(ctx context.Context) error {
+	if err := s.opts.Validate(); err != nil {
+		return err
+	}
+	l, err := s.opts.Coord.Lock(ctx, s.Path(), []byte(s.opts.Addr))
+	if err != nil {
+		return fmt.Errorf("tabletserver %s: register %s: %w", s.opts.ID, s.Path(), err)
+	}
+	s.mu.Lock()
+	s.lock = l
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.watch(l)
+	return nil
+}
+
+// watch retakes the lock whenever it is lost, until the file is gone.
+func (s *Server) watch(l Lock) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-l.Lost():
+		}
+		s.opts.Logf("tabletserver %s: lost its lock on %s; not serving", s.opts.ID, s.Path())
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			go func() {
+				select {
+				case <-s.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			err := l.Relock(ctx)
+			cancel()
+			if err == nil {
+				s.opts.Logf("tabletserver %s: holds its lock again; serving", s.opts.ID)
+				break
+			}
+			if errors.Is(err, ErrFileGone) {
+				s.dead.Store(true)
+				s.opts.Logf("tabletserver %s: its file %s is gone; stopping", s.opts.ID, s.Path())
+				s.opts.OnFatal(fmt.Errorf("tabletserver %s: %w", s.opts.ID, ErrFileGone))
+				return
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(s.opts.RelockBackoff):
+			}
+		}
+	}
+}
+
+// serving is the per-request fencing check: local, no round trip.
+func (s *Server) serving() error {
+	s.mu.Lock()
+	l := s.lock
+	s.mu.Unlock()
+	switch {
+	case s.dead.Load():
+		return notServing("server %s has stopped: its lock file is gone", s.opts.ID)
+	case l == nil || !l.Held():
+		return notServing("server %s does not hold its lock", s.opts.ID)
+	}
+	return nil
+}
+
+// Serve answers RPCs on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.grpc = grpc.NewServer()
+	pb.RegisterTabletServerServer(s.grpc, s)
+	g := s.grpc
+	s.mu.Unlock()
+	return g.Serve(ln)
+}
+
+// Close stops serving and releases the lock, so that the master can
+// reassign the tablets at once.
+func (s *Server) Close(ctx context.Context) error {
+	close(s.stop)
+	s.mu.Lock()
+	g, l := s.grpc, s.lock
+	s.mu.Unlock()
+	if g != nil {
+		g.GracefulStop()
+	}
+	s.wg.Wait()
+	if l != nil && !s.dead.Load() {
+		return l.Release(ctx)
+	}
+	return nil
+}
