@@ -292,7 +292,10 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 			_, err := ts.cli.MutateRow(ctx, &pb.MutateRowRequest{Table: "t", Row: []byte("a"), Mutations: []*pb.Mutation{set("zz", "a", "1")}})
 			return err
 		}(), codes.NotFound, "zz"}, // as Cloud Bigtable and its emulator answer
-		{"no mutations", func() error { _, err := ts.cli.MutateRow(ctx, &pb.MutateRowRequest{Table: "t", Row: []byte("a")}); return err }(), codes.InvalidArgument, "mutations"},
+		{"no mutations", func() error {
+			_, err := ts.cli.MutateRow(ctx, &pb.MutateRowRequest{Table: "t", Row: []byte("a")})
+			return err
+		}(), codes.InvalidArgument, "mutations"},
 		{"bad regex", func() error {
 			_, err := ts.cli.ReadRow(ctx, &pb.ReadRowRequest{Table: "t", Row: []byte("a"), Filter: &pb.Filter{QualifierRegex: "("}})
 			return err
