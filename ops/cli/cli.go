@@ -34,13 +34,14 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"demo":    {"run everything that exists in one process, with data under ./cellar-data", runDemo},
-		"version": {"print the version", runVersion},
-		"sstable": {"inspect SSTable files: dump, check", runSSTable},
-		"log":     {"inspect a commit log directory: dump", runLog},
-		"chubby":  {"run one replica of a Chubby lock cell", runChubby},
-		"lock":    {"browse and change a Chubby cell: ls, cat, stat, put, mkdir, rm, setacl, acquire", runLock},
-		"help":    {"show this help", nil},
+		"demo":         {"run everything that exists in one process, with data under ./cellar-data", runDemo},
+		"version":      {"print the version", runVersion},
+		"sstable":      {"inspect SSTable files: dump, check", runSSTable},
+		"log":          {"inspect a commit log directory: dump", runLog},
+		"chubby":       {"run one replica of a Chubby lock cell", runChubby},
+		"lock":         {"browse and change a Chubby cell: ls, cat, stat, put, mkdir, rm, setacl, acquire", runLock},
+		"tabletserver": {"run one tablet server, registered in the Chubby cell", runTabletServer},
+		"help":         {"show this help", nil},
 	}
 }
 
@@ -69,7 +70,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-13s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun \"cellar <command> -h\" for a command's flags.")
 }

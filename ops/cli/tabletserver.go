@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cellardb/cellar/coord/client"
+	"github.com/cellardb/cellar/kv/dfs"
+	"github.com/cellardb/cellar/kv/tablet"
+	"github.com/cellardb/cellar/kv/tabletserver"
+	"github.com/cellardb/cellar/ops/coordlock"
+)
+
+// runTabletServer runs one tablet server until SIGINT or SIGTERM, or until
+// its lock file in the Chubby cell is deleted.
+func runTabletServer(args []string, env Env) int {
+	fs := flag.NewFlagSet("tabletserver", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	host, _ := os.Hostname()
+	id := fs.String("id", fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().Unix()), "this server's name, unique in the cell: its file is /ls/<cell>/cellar/servers/<id>")
+	listen := fs.String("listen", "127.0.0.1:9100", "address to serve the data RPCs on")
+	advertise := fs.String("advertise", "", "address clients reach the server at (default: the listening address)")
+	data := fs.String("data", "", "directory of the server's tablets and commit log (default ./cellar-data/tabletserver-<id>)")
+	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
+	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
+	secret := fs.String("secret", "", "the Chubby cell's shared secret")
+	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "cellar tabletserver: unexpected argument %q\n", pos[0])
+		return 2
+	}
+	if *data == "" {
+		*data = filepath.Join("cellar-data", "tabletserver-"+*id)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return fail(env, "tabletserver", err)
+	}
+	logf := stampedLog(env)
+	store := tablet.New(dfs.NewLocal(*data), "", tablet.Options{Events: tablet.Events{
+		BackgroundError: func(id uint64, err error) { logf("tablet %d: background work failed (will retry): %v", id, err) },
+	}})
+	if err := store.Open(ctx); err != nil {
+		return fail(env, "tabletserver", fmt.Errorf("open %s: %w", *data, err))
+	}
+	defer store.Close(context.Background())
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fail(env, "tabletserver", err)
+	}
+	addr := *advertise
+	if addr == "" {
+		addr = ln.Addr().String()
+	}
+	fatal := make(chan error, 1)
+	srv := tabletserver.New(tabletserver.Options{
+		ID: *id, Addr: addr, Store: store, Logf: logf,
+		Coord: &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby),
+			Principal: "tabletserver:" + *id, Secret: *secret}},
+		OnFatal: func(err error) { fatal <- err },
+	})
+	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = srv.Open(openCtx)
+	cancel()
+	if err != nil {
+		ln.Close()
+		return fail(env, "tabletserver", err)
+	}
+	go srv.Serve(ln)
+	fmt.Fprintf(env.Stdout, "cellar tabletserver %s: %s serving on %s, registered as %s\n", env.Version, *id, addr, srv.Path())
+	fmt.Fprintf(env.Stdout, "  pid %s, data in %s\n", strconv.Itoa(os.Getpid()), *data)
+
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := errors.Join(srv.Close(shut), store.FlushAll(shut))
+		if err != nil {
+			return fail(env, "tabletserver", err)
+		}
+		fmt.Fprintln(env.Stdout, "stopped cleanly; the lock is released")
+		return 0
+	case err := <-fatal:
+		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Close(shut)
+		return fail(env, "tabletserver", fmt.Errorf("%w: the master has taken this server's tablets away; exiting", err))
+	}
+}
