@@ -41,6 +41,7 @@ func commands() map[string]command {
 		"chubby":       {"run one replica of a Chubby lock cell", runChubby},
 		"lock":         {"browse and change a Chubby cell: ls, cat, stat, put, mkdir, rm, setacl, acquire", runLock},
 		"tabletserver": {"run one tablet server, registered in the Chubby cell", runTabletServer},
+		"master":       {"run a master (a standby until it takes the master lock)", runMaster},
 		"help":         {"show this help", nil},
 	}
 }

@@ -69,8 +69,8 @@ func runTabletServer(args []string, env Env) int {
 	fatal := make(chan error, 1)
 	srv := tabletserver.New(tabletserver.Options{
 		ID: *id, Addr: addr, Store: store, Logf: logf,
-		Coord: &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby),
-			Principal: "tabletserver:" + *id, Secret: *secret}},
+		Coord: coordlock.ForTabletServer{Service: &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby),
+			Principal: "tabletserver:" + *id, Secret: *secret}}},
 		OnFatal: func(err error) { fatal <- err },
 	})
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)

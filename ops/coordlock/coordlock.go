@@ -1,6 +1,6 @@
 // Package coordlock gives cellar's processes their lock files in the
 // Chubby cell: it implements the lock-service interfaces that kv packages
-// declare (tabletserver.Coordinator) with coord/client.
+// declare (tabletserver.Coordinator, master.Coordinator) with coord/client.
 //
 // A lock is watched locally: it counts as lost as soon as the handle no
 // longer holds it or the session is not safe (jeopardy), without a round
@@ -18,6 +18,7 @@ import (
 
 	"github.com/cellardb/cellar/coord"
 	"github.com/cellardb/cellar/coord/client"
+	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/tabletserver"
 )
 
@@ -29,9 +30,39 @@ type Service struct {
 	Poll time.Duration
 }
 
-// Lock creates the file at path (and its parent directories) unless it
-// exists, and waits under ctx for its exclusive lock.
-func (s *Service) Lock(ctx context.Context, path string, contents []byte) (tabletserver.Lock, error) {
+// ForTabletServer is the tablet server's view of the service.
+type ForTabletServer struct{ Service *Service }
+
+// Lock implements tabletserver.Coordinator.
+func (t ForTabletServer) Lock(ctx context.Context, path string, contents []byte) (tabletserver.Lock, error) {
+	return t.Service.lockFile(ctx, path, contents)
+}
+
+// ForMaster is the master's view of the service: its lock, and a session
+// to read and clean up the servers directory.
+type ForMaster struct {
+	Service *Service
+	Session *Session
+}
+
+// Lock implements master.Coordinator.
+func (m ForMaster) Lock(ctx context.Context, path string, contents []byte) (master.Lock, error) {
+	return m.Service.lockFile(ctx, path, contents)
+}
+
+// List implements master.Coordinator.
+func (m ForMaster) List(ctx context.Context, dir string) ([]master.File, error) {
+	return m.Session.List(ctx, dir)
+}
+
+// TakeAndDelete implements master.Coordinator.
+func (m ForMaster) TakeAndDelete(ctx context.Context, path string) (bool, error) {
+	return m.Session.TakeAndDelete(ctx, path)
+}
+
+// lockFile creates the file at path (and its parent directories) unless it
+// exists, waits under ctx for its exclusive lock and writes contents.
+func (s *Service) lockFile(ctx context.Context, path string, contents []byte) (*lock, error) {
 	l := &lock{svc: s, path: path, contents: contents, lost: make(chan struct{}), stop: make(chan struct{})}
 	if err := l.take(ctx, true); err != nil {
 		return nil, err
@@ -150,7 +181,7 @@ func (l *lock) take(ctx context.Context, create bool) error {
 			return fail(err)
 		}
 	}
-	h, _, err := c.OpenNode(ctx, l.path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: create,
+	h, created, err := c.OpenNode(ctx, l.path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: create,
 		Contents: l.contents, Events: coord.Mask(coord.EventHandleInvalid)})
 	if errors.Is(err, coord.ErrNotFound) {
 		return fail(fmt.Errorf("%s: %w", l.path, tabletserver.ErrFileGone))
@@ -160,6 +191,12 @@ func (l *lock) take(ctx context.Context, create bool) error {
 	}
 	if err := h.Acquire(ctx, coord.Exclusive); err != nil {
 		return fail(fmt.Errorf("lock %s: %w", l.path, err))
+	}
+	// A file left by an earlier holder names that holder: name this one.
+	if !created {
+		if _, err := h.SetContents(ctx, l.contents); err != nil {
+			return fail(fmt.Errorf("write %s: %w", l.path, err))
+		}
 	}
 	l.mu.Lock()
 	l.c, l.h = c, h
@@ -202,3 +239,82 @@ func (l *lock) Release(ctx context.Context) error {
 	}
 	return errors.Join(err, c.Close(ctx))
 }
+
+// Session is a session for the master's reads and deletions in the
+// servers directory.
+type Session struct {
+	C *client.Client
+}
+
+// NewSession opens a session with the options of svc.
+func (s *Service) NewSession(ctx context.Context) (*Session, error) {
+	opts := s.Client
+	opts.OnEvent = nil
+	c := client.New(opts)
+	if err := c.Open(ctx); err != nil {
+		return nil, err
+	}
+	return &Session{C: c}, nil
+}
+
+// List returns the files of dir with their contents and whether they are
+// locked; a missing dir has no files.
+func (s *Session) List(ctx context.Context, dir string) ([]master.File, error) {
+	h, _, err := s.C.OpenNode(ctx, dir, client.OpenOptions{Mode: coord.ModeRead})
+	if errors.Is(err, coord.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close(ctx)
+	entries, err := h.ReadDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []master.File
+	for _, e := range entries {
+		if e.Stat.IsDirectory {
+			continue
+		}
+		f := master.File{Name: e.Name, Locked: e.Stat.LockMode != coord.Unlocked}
+		fh, _, err := s.C.OpenNode(ctx, dir+"/"+e.Name, client.OpenOptions{Mode: coord.ModeRead})
+		if errors.Is(err, coord.ErrNotFound) {
+			continue // deleted since
+		}
+		if err != nil {
+			return nil, err
+		}
+		f.Contents, _, err = fh.GetContentsAndStat(ctx)
+		fh.Close(ctx)
+		if err != nil && !errors.Is(err, coord.ErrInvalidHandle) {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// TakeAndDelete tries to take path's lock without waiting and, if it gets
+// it, deletes the file. It reports whether it deleted it.
+func (s *Session) TakeAndDelete(ctx context.Context, path string) (bool, error) {
+	h, _, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
+	if errors.Is(err, coord.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer h.Close(ctx)
+	ok, err := h.TryAcquire(ctx, coord.Exclusive)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := h.Delete(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Close ends the session.
+func (s *Session) Close(ctx context.Context) error { return s.C.Close(ctx) }

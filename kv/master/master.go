@@ -1,0 +1,303 @@
+// Package master is cellar's master (Bigtable paper, section 5.2): at most
+// one runs at a time, holding the master lock in the lock service.
+//
+// This first part does what the paper's master does about servers:
+//
+//	Open ── master lock taken, address written ──► active
+//	          (a standby waits here)                  │ every ScanInterval:
+//	                                                  ▼
+//	  list the servers directory; ask every locked server for its tablets;
+//	  a server whose file is unlocked, or that does not answer MaxMisses
+//	  times in a row, is dead once the master has taken its file's lock and
+//	  deleted the file; only then may its tablets go elsewhere.
+//
+// The master stops for good (Options.OnFatal) when it loses its lock: its
+// session expired, so another master may be active.
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/cellardb/cellar/kv/tabletpb"
+)
+
+// Coordinator is what the master needs of the lock service.
+type Coordinator interface {
+	// Lock creates the file at path unless it exists, waits under ctx for
+	// its exclusive lock, and writes contents into it.
+	Lock(ctx context.Context, path string, contents []byte) (Lock, error)
+	// List returns the files of dir.
+	List(ctx context.Context, dir string) ([]File, error)
+	// TakeAndDelete takes path's lock if it is free, without waiting, and
+	// deletes the file; it reports whether it did.
+	TakeAndDelete(ctx context.Context, path string) (bool, error)
+}
+
+// Lock is the held master lock.
+type Lock interface {
+	Held() bool
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
+}
+
+// File is a file in the servers directory.
+type File struct {
+	Name     string
+	Locked   bool
+	Contents []byte
+}
+
+// Options configure the master.
+type Options struct {
+	// Addr is where the master can be reached; it goes into the lock file.
+	Addr string
+	// Dir is the cellar directory in the lock service (default
+	// /ls/local/cellar): the master lock is Dir/master, the servers are in
+	// Dir/servers.
+	Dir string
+	// Coord is the lock service.
+	Coord Coordinator
+	// ScanInterval is how often the master looks at the servers.
+	ScanInterval time.Duration
+	// MaxMisses is how many scans in a row a locked server may fail to
+	// answer before the master tries to take its lock.
+	MaxMisses int
+	// Logf receives notable events.
+	Logf func(format string, args ...any)
+	// OnFatal is called once when the master must stop (it lost its lock).
+	OnFatal func(error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Dir == "" {
+		o.Dir = "/ls/local/cellar"
+	}
+	if o.ScanInterval == 0 {
+		o.ScanInterval = time.Second
+	}
+	if o.MaxMisses == 0 {
+		o.MaxMisses = 3
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.OnFatal == nil {
+		o.OnFatal = func(error) {}
+	}
+	return o
+}
+
+// Validate checks the options.
+func (o Options) Validate() error {
+	if o.Addr == "" || o.Coord == nil {
+		return errors.New("master: an address and a lock service are required")
+	}
+	return nil
+}
+
+// Server is what the master knows of a tablet server.
+type Server struct {
+	ID      string
+	Addr    string
+	Tablets []*pb.TabletInfo
+	// Misses counts the scans in a row it did not answer.
+	Misses int
+}
+
+// Master is the cluster's master.
+type Master struct {
+	opts Options
+
+	mu      sync.Mutex
+	lock    Lock
+	servers map[string]*Server
+	conns   map[string]*grpc.ClientConn // by address
+	dead    []string                    // ids, in the order they died
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a master. It does no I/O; Open makes it active.
+func New(opts Options) *Master {
+	return &Master{opts: opts.withDefaults(), servers: map[string]*Server{}, conns: map[string]*grpc.ClientConn{},
+		stop: make(chan struct{})}
+}
+
+// Open waits for the master lock (a standby master waits here), then
+// starts the master's work.
+func (m *Master) Open(ctx context.Context) error {
+	if err := m.opts.Validate(); err != nil {
+		return err
+	}
+	l, err := m.opts.Coord.Lock(ctx, m.opts.Dir+"/master", []byte(m.opts.Addr))
+	if err != nil {
+		return fmt.Errorf("master: take %s/master: %w", m.opts.Dir, err)
+	}
+	m.mu.Lock()
+	m.lock = l
+	m.mu.Unlock()
+	m.opts.Logf("master %s: active", m.opts.Addr)
+	// Scan once before Open returns, so that the master starts from what
+	// the servers serve (the paper's start-up steps 1 and 2).
+	m.scan(ctx)
+	m.wg.Add(1)
+	go m.run(l)
+	return nil
+}
+
+func (m *Master) run(l Lock) {
+	defer m.wg.Done()
+	t := time.NewTicker(m.opts.ScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-l.Lost():
+			m.opts.Logf("master %s: lost the master lock; stopping", m.opts.Addr)
+			m.opts.OnFatal(errors.New("master: lost the master lock"))
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), m.opts.ScanInterval*5)
+			m.scan(ctx)
+			cancel()
+		}
+	}
+}
+
+// scan lists the servers, asks each for its tablets, and buries the dead.
+func (m *Master) scan(ctx context.Context) {
+	dir := m.opts.Dir + "/servers"
+	files, err := m.opts.Coord.List(ctx, dir)
+	if err != nil {
+		m.opts.Logf("master: list %s: %v", dir, err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		seen[f.Name] = true
+		m.mu.Lock()
+		s := m.servers[f.Name]
+		if s == nil {
+			s = &Server{ID: f.Name}
+			m.servers[f.Name] = s
+		}
+		s.Addr = string(f.Contents)
+		m.mu.Unlock()
+		if f.Locked {
+			tablets, err := m.listTablets(ctx, s.Addr)
+			m.mu.Lock()
+			if err == nil {
+				s.Tablets, s.Misses = tablets, 0
+			} else {
+				s.Misses++
+			}
+			misses := s.Misses
+			m.mu.Unlock()
+			if err == nil || misses < m.opts.MaxMisses {
+				continue
+			}
+			m.opts.Logf("master: server %s at %s did not answer %d times: %v", f.Name, s.Addr, misses, err)
+		}
+		// Unlocked, or locked but silent: the server is dead only if the
+		// master can take its lock, which proves the lock service is
+		// reachable and the server's session is gone.
+		deleted, err := m.opts.Coord.TakeAndDelete(ctx, dir+"/"+f.Name)
+		if err != nil {
+			m.opts.Logf("master: take the lock of server %s: %v", f.Name, err)
+			continue
+		}
+		if deleted {
+			m.bury(f.Name)
+		}
+	}
+	m.mu.Lock()
+	for id := range m.servers {
+		if !seen[id] {
+			delete(m.servers, id) // its file was deleted by someone else
+		}
+	}
+	m.mu.Unlock()
+}
+
+// bury forgets a dead server. Its tablets are unassigned from now on.
+func (m *Master) bury(id string) {
+	m.mu.Lock()
+	s := m.servers[id]
+	delete(m.servers, id)
+	m.dead = append(m.dead, id)
+	m.mu.Unlock()
+	n := 0
+	if s != nil {
+		n = len(s.Tablets)
+	}
+	m.opts.Logf("master: server %s is dead; its file is deleted and its %d tablets are unassigned", id, n)
+}
+
+func (m *Master) listTablets(ctx context.Context, addr string) ([]*pb.TabletInfo, error) {
+	m.mu.Lock()
+	cc := m.conns[addr]
+	if cc == nil {
+		var err error
+		cc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		m.conns[addr] = cc
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, m.opts.ScanInterval)
+	defer cancel()
+	resp, err := pb.NewTabletServerClient(cc).ListTablets(ctx, &pb.ListTabletsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Tablets, nil
+}
+
+// Servers returns the live servers, by id.
+func (m *Master) Servers() []Server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Server, 0, len(m.servers))
+	for _, s := range m.servers {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Dead returns the ids of the servers the master buried, in order.
+func (m *Master) Dead() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.dead...)
+}
+
+// Close stops the master and releases the master lock, so that a standby
+// takes over at once.
+func (m *Master) Close(ctx context.Context) error {
+	close(m.stop)
+	m.wg.Wait()
+	m.mu.Lock()
+	l := m.lock
+	for _, cc := range m.conns {
+		cc.Close()
+	}
+	m.conns = map[string]*grpc.ClientConn{}
+	m.mu.Unlock()
+	if l != nil && l.Held() {
+		return l.Release(ctx)
+	}
+	return nil
+}

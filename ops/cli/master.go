@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cellardb/cellar/coord/client"
+	"github.com/cellardb/cellar/kv/master"
+	"github.com/cellardb/cellar/ops/coordlock"
+)
+
+// runMaster runs a master: a standby until it takes the master lock, then
+// the active master until SIGINT or SIGTERM, or until it loses the lock.
+func runMaster(args []string, env Env) int {
+	fs := flag.NewFlagSet("master", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	listen := fs.String("listen", "127.0.0.1:9000", "address of the master's status endpoints (/healthz, /servers)")
+	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
+	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
+	secret := fs.String("secret", "", "the Chubby cell's shared secret")
+	scan := fs.Duration("scan-interval", time.Second, "how often the master looks at the tablet servers")
+	pos, err := parseFlags(fs, args, env, "CELLAR_MASTER")
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "cellar master: unexpected argument %q\n", pos[0])
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fail(env, "master", err)
+	}
+	svc := &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby), Principal: "master", Secret: *secret}}
+	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	sess, err := svc.NewSession(openCtx)
+	cancel()
+	if err != nil {
+		ln.Close()
+		return fail(env, "master", fmt.Errorf("connect to the Chubby cell at %s: %w", *chubby, err))
+	}
+	defer sess.Close(context.Background())
+	fatal := make(chan error, 1)
+	m := master.New(master.Options{Addr: ln.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
+		ScanInterval: *scan, Logf: stampedLog(env), OnFatal: func(err error) { fatal <- err }})
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/servers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(struct {
+			Live []master.Server `json:"live"`
+			Dead []string        `json:"dead"`
+		}{m.Servers(), m.Dead()})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	fmt.Fprintf(env.Stdout, "cellar master %s on %s: standby, waiting for the master lock\n", env.Version, ln.Addr())
+	if err := m.Open(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(env.Stdout, "stopped while standby")
+			return 0
+		}
+		return fail(env, "master", err)
+	}
+	fmt.Fprintf(env.Stdout, "active master: %d tablet servers\n", len(m.Servers()))
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.Close(shut); err != nil {
+			return fail(env, "master", err)
+		}
+		fmt.Fprintln(env.Stdout, "stopped cleanly; the master lock is released")
+		return 0
+	case err := <-fatal:
+		m.Close(context.Background())
+		return fail(env, "master", err)
+	}
+}
