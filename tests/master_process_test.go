@@ -20,7 +20,7 @@ func masterServers(t *testing.T, addr string) (live []string, dead []string) {
 	defer resp.Body.Close()
 	var body struct {
 		Live []struct{ ID string } `json:"live"`
-		Dead []string             `json:"dead"`
+		Dead []string              `json:"dead"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
