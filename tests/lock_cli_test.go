@@ -43,7 +43,7 @@ func TestLockCLIAgainstDemo(t *testing.T) {
 		}
 	}
 
-	if out := must("", "ls", "/ls/local/"); out != "acl/\n" {
+	if out := must("", "ls", "/ls/local/"); out != "acl/\ncellar/\n" {
 		t.Fatalf("ls of a new cell: %q", out)
 	}
 	must("", "mkdir", "-p", "/ls/local/cellar/servers")
@@ -72,7 +72,7 @@ func TestLockCLIAgainstDemo(t *testing.T) {
 	mustFail("cell", "ls", "/ls/othercell/")
 
 	// acquire holds the lock until Ctrl-C.
-	holder := exec.Command(bin, "lock", "acquire", "-addr", d.chubby, "/ls/local/cellar/master")
+	holder := exec.Command(bin, "lock", "acquire", "-addr", d.chubby, "/ls/local/cellar/demo-lock")
 	out, _ := holder.StdoutPipe()
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
@@ -80,12 +80,12 @@ func TestLockCLIAgainstDemo(t *testing.T) {
 	defer holder.Process.Kill()
 	lines := bufio.NewReader(out)
 	line, err := lines.ReadString('\n')
-	if err != nil || !strings.Contains(line, "holding the exclusive lock on /ls/cellar/cellar/master") {
+	if err != nil || !strings.Contains(line, "holding the exclusive lock on /ls/cellar/cellar/demo-lock") {
 		t.Fatalf("acquire: %q %v", line, err)
 	}
-	mustFail("locked by another session", "acquire", "-try", "/ls/local/cellar/master")
-	if out := must("", "ls", "-l", "/ls/local/cellar"); !strings.Contains(out, "exclusive") {
-		t.Fatalf("ls -l does not show the lock:\n%s", out)
+	mustFail("locked by another session", "acquire", "-try", "/ls/local/cellar/demo-lock")
+	if out := must("", "stat", "/ls/local/cellar/demo-lock"); !strings.Contains(out, "exclusive") {
+		t.Fatalf("stat does not show the lock:\n%s", out)
 	}
 	holder.Process.Signal(syscall.SIGINT)
 	rest, _ := bufio.NewReader(lines).ReadString(0)
@@ -94,13 +94,13 @@ func TestLockCLIAgainstDemo(t *testing.T) {
 	}
 	// Released: the node shows no holder.
 	deadline := time.Now().Add(10 * time.Second)
-	for strings.Contains(must("", "ls", "-l", "/ls/local/cellar"), "exclusive") {
+	for strings.Contains(must("", "stat", "/ls/local/cellar/demo-lock"), "exclusive") {
 		if time.Now().After(deadline) {
 			t.Fatal("the lock is still held after the holder released it")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	must("", "rm", "/ls/local/cellar/master")
+	must("", "rm", "/ls/local/cellar/demo-lock")
 	d.stop(t)
 }
 
@@ -116,7 +116,7 @@ func TestDemoCellSurvivesRestart(t *testing.T) {
 	}
 	d.stop(t)
 
-	wrong := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0")
+	wrong := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0")
 	if msg, err := wrong.CombinedOutput(); err == nil || !strings.Contains(string(msg), "-chubby-replicas 3") {
 		t.Fatalf("restart with another cell size: %v\n%s", err, msg)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,14 +19,18 @@ import (
 	"time"
 
 	"github.com/cellardb/cellar/coord/cell"
+	"github.com/cellardb/cellar/coord/client"
 	"github.com/cellardb/cellar/kv/dfs"
+	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/tablet"
+	"github.com/cellardb/cellar/kv/tabletserver"
+	"github.com/cellardb/cellar/ops/coordlock"
 )
 
 // runDemo runs every part of cellar that exists in one process. Today
-// that is a Chubby cell of one or three replicas, the storage engine of one
-// tablet server and the HTTP status endpoints; the master, the SQL gateway
-// and the Bigtable API join it as they are built.
+// that is a Chubby cell of one or three replicas, one tablet server
+// registered in it, the master, and the HTTP status endpoints; the SQL
+// gateway and the Bigtable API join them as they are built.
 func runDemo(args []string, env Env) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
@@ -33,6 +38,7 @@ func runDemo(args []string, env Env) int {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the status pages, /healthz and /readyz")
 	chubbyAddr := fs.String("chubby", DefaultChubbyAddr, "client address of the Chubby cell's first replica; the others take the next ports, and Raft the ports 100 above")
 	replicas := fs.Int("chubby-replicas", 1, "replicas in the Chubby cell: 1 or 3")
+	tsAddr := fs.String("tabletserver", "127.0.0.1:9100", "address of the tablet server's data RPCs")
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
@@ -72,7 +78,14 @@ func runDemo(args []string, env Env) int {
 		store.Close(context.Background())
 		return fail(env, "demo", err)
 	}
-	srv.Handler = statusHandler(store, cellReplicas, env.Version)
+	roles, err := startDemoRoles(ctx, store, cellReplicas, *tsAddr, env)
+	if err != nil {
+		ln.Close()
+		store.Close(context.Background())
+		closeReplicas(env, "demo", cellReplicas...)
+		return fail(env, "demo", err)
+	}
+	srv.Handler = statusHandler(store, cellReplicas, roles.master, env.Version)
 	go srv.Serve(ln)
 
 	st := store.Stats()
@@ -81,8 +94,9 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/healthz, /readyz)\n", ln.Addr())
 	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
 	fmt.Fprintf(env.Stdout, "           try: cellar lock ls -addr %s /ls/local/\n", cellReplicas[0].ClientAddr())
-	fmt.Fprintln(env.Stdout, "  running: the Chubby cell and the tablet storage engine (commit log, memtables, SSTables, compactions)")
-	fmt.Fprintln(env.Stdout, "  not yet: the master, the tablet server RPCs, the SQL gateway (psql on 127.0.0.1:5433)")
+	fmt.Fprintf(env.Stdout, "  tablet server: on %s, registered as %s\n", roles.tsAddr, roles.ts.Path())
+	fmt.Fprintf(env.Stdout, "  master:  active; http://%s/servers lists the tablet servers\n", ln.Addr())
+	fmt.Fprintln(env.Stdout, "  not yet: METADATA and tablet assignment, the client library, the SQL gateway (psql on 127.0.0.1:5433)")
 	fmt.Fprintln(env.Stdout, "           and the Bigtable API (127.0.0.1:8086); they arrive with later issues.")
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
@@ -90,7 +104,7 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintln(env.Stdout, "\nstopping...")
 	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = errors.Join(srv.Shutdown(shut), store.Close(shut))
+	err = errors.Join(srv.Shutdown(shut), roles.close(shut), store.Close(shut))
 	if closeReplicas(env, "demo", cellReplicas...) != 0 {
 		return 1
 	}
@@ -144,7 +158,9 @@ func startDemoCell(ctx context.Context, data, addr string, n int, env Env) ([]*c
 	}
 	var rs []*cell.Replica
 	for id := uint64(1); id <= uint64(n); id++ {
-		r := cell.New(cell.Options{Cell: DefaultCell, ReplicaID: id, Peers: peers,
+		// A short grace: after a restart of the demo, the sessions of the
+		// previous run (whose processes are gone) lapse within seconds.
+		r := cell.New(cell.Options{Cell: DefaultCell, ReplicaID: id, Peers: peers, Grace: 5 * time.Second,
 			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logf: stampedLog(env)})
 		if err := r.Open(ctx); err != nil {
 			closeReplicas(env, "demo", rs...)
@@ -209,8 +225,71 @@ State generation {{.Stats.StateGeneration}}.</p>
 {{end}}</table>
 `))
 
-func statusHandler(store *tablet.Store, replicas []*cell.Replica, version string) http.Handler {
+// demoRoles are the kv processes the demo runs in-process.
+type demoRoles struct {
+	ts     *tabletserver.Server
+	tsAddr string
+	master *master.Master
+	sess   *coordlock.Session // the master's
+}
+
+// startDemoRoles registers the demo's tablet server in the cell and starts
+// the master, both as clients of the cell over loopback, as the separate
+// processes would be.
+func startDemoRoles(ctx context.Context, store *tablet.Store, replicas []*cell.Replica, tsAddr string, env Env) (*demoRoles, error) {
+	var addrs []string
+	for _, r := range replicas {
+		addrs = append(addrs, r.ClientAddr())
+	}
+	svc := func(principal string) *coordlock.Service {
+		return &coordlock.Service{Client: client.Options{Addrs: addrs, Principal: principal}}
+	}
+	ln, err := net.Listen("tcp", tsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("tablet server: %w", err)
+	}
+	logf := stampedLog(env)
+	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	// A new name each run: a previous run's file may still be locked by its
+	// lapsing session; the master buries it once the session is gone.
+	id := fmt.Sprintf("demo-%d", time.Now().Unix())
+	ts := tabletserver.New(tabletserver.Options{ID: id, Addr: ln.Addr().String(), Store: store, Logf: logf,
+		Coord: coordlock.ForTabletServer{Service: svc("tabletserver:" + id)}})
+	if err := ts.Open(openCtx); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	go ts.Serve(ln)
+	msvc := svc("master")
+	sess, err := msvc.NewSession(openCtx)
+	if err != nil {
+		ts.Close(context.Background())
+		return nil, err
+	}
+	m := master.New(master.Options{Addr: "in-process", Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf})
+	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
+	if err := m.Open(openCtx); err != nil {
+		sess.Close(context.Background())
+		ts.Close(context.Background())
+		return nil, err
+	}
+	return &demoRoles{ts: ts, tsAddr: ln.Addr().String(), master: m, sess: sess}, nil
+}
+
+func (r *demoRoles) close(ctx context.Context) error {
+	return errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.ts.Close(ctx))
+}
+
+func statusHandler(store *tablet.Store, replicas []*cell.Replica, m *master.Master, version string) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/servers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(struct {
+			Live []master.Server `json:"live"`
+			Dead []string        `json:"dead"`
+		}{m.Servers(), m.Dead()})
+	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		for _, rep := range replicas {
