@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"kv/tablet":       {"kv/model", "kv/dfs", "kv/commitlog", "kv/memtable", "kv/sstable"},
 	"kv/tabletpb":     {"google.golang.org/grpc/...", "google.golang.org/protobuf/..."},
 	"kv/tabletserver": {"kv/tablet", "kv/commitlog", "kv/dfs", "kv/model", "kv/tabletpb", "kv/client", "google.golang.org/grpc/..."},
+	"kv/client":       {"kv/model", "kv/tabletpb", "google.golang.org/grpc/..."},
 	"kv/master":       {"kv/client", "kv/model", "kv/tabletpb", "google.golang.org/grpc/..."},
 	"coord":           {},
 	"coord/coordpb":   {"coord", "google.golang.org/grpc/...", "google.golang.org/protobuf/..."},

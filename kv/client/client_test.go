@@ -1,0 +1,310 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/cellardb/cellar/kv/dfs"
+	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/kv/tablet"
+	"github.com/cellardb/cellar/kv/tabletserver"
+)
+
+// lock is an always-granted lock the test can take away.
+type lock struct {
+	mu   sync.Mutex
+	held bool
+	lost chan struct{}
+}
+
+func (l *lock) Held() bool                                                      { l.mu.Lock(); defer l.mu.Unlock(); return l.held }
+func (l *lock) Lost() <-chan struct{}                                           { l.mu.Lock(); defer l.mu.Unlock(); return l.lost }
+func (l *lock) Relock(context.Context) error                                    { return errors.New("refused") }
+func (l *lock) Release(context.Context) error                                   { return nil }
+func (l *lock) fence()                                                          { l.mu.Lock(); l.held = false; close(l.lost); l.mu.Unlock() }
+func (l *lock) Lock(context.Context, string, []byte) (tabletserver.Lock, error) { return l, nil }
+
+type server struct {
+	addr  string
+	store *tablet.Store
+	lock  *lock
+}
+
+// startServer runs a tablet server over a store with the given tables.
+func startServer(t *testing.T, name string, tables map[string][][]byte, schema model.Schema) *server {
+	t.Helper()
+	ctx := context.Background()
+	store := tablet.New(dfs.NewLocal(t.TempDir()), "", tablet.Options{})
+	if err := store.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, splits := range tables {
+		s := schema
+		if name == MetaTable {
+			s = model.MetaSchema()
+		}
+		if err := store.CreateTable(ctx, name, s, splits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lock{held: true, lost: make(chan struct{})}
+	srv := tabletserver.New(tabletserver.Options{ID: name, Addr: ln.Addr().String(), Store: store, Coord: l, RelockBackoff: time.Hour})
+	if err := srv.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(ctx); store.Close(ctx) })
+	return &server{addr: ln.Addr().String(), store: store, lock: l}
+}
+
+// describe writes the METADATA row of a tablet into the store that holds
+// METADATA.
+func describe(t *testing.T, meta *server, d model.TabletDescriptor) {
+	t.Helper()
+	m, err := d.Mutation(model.ServerTimestamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := meta.store.Apply(context.Background(), MetaTable, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type rootFile struct {
+	addr  string
+	reads atomic.Int32
+}
+
+func (r *rootFile) Root(context.Context) (string, error) { r.reads.Add(1); return r.addr, nil }
+
+// cluster is a METADATA server and two servers of table t, whose tablets
+// end at "g", "p" and the end, all on a first.
+type cluster struct {
+	meta, a, b *server
+	root       *rootFile
+	calls      atomic.Int32 // RPCs the client made
+	c          *Client
+}
+
+func newCluster(t *testing.T) *cluster {
+	schema := model.Schema{Families: []model.Family{{Name: "f"}}}
+	userKey := model.MetaKey("t", []byte("p"))
+	cl := &cluster{
+		// METADATA: the root tablet, one tablet up to t's row for "p", one after.
+		meta: startServer(t, "meta", map[string][][]byte{MetaTable: {model.MetaRootEnd, append(userKey, 0)}}, schema),
+		a:    startServer(t, "a", map[string][][]byte{"t": {[]byte("g"), []byte("p")}}, schema),
+		b:    startServer(t, "b", map[string][][]byte{"t": {[]byte("g"), []byte("p")}}, schema),
+	}
+	cl.root = &rootFile{addr: cl.meta.addr}
+	// The root tablet describes METADATA's other two tablets.
+	describe(t, cl.meta, model.TabletDescriptor{Table: "", Start: model.MetaRootEnd, End: append(userKey, 0), Addr: cl.meta.addr})
+	describe(t, cl.meta, model.TabletDescriptor{Table: "", Start: append(userKey, 0), Addr: cl.meta.addr})
+	for _, r := range [][2]string{{"", "g"}, {"g", "p"}, {"p", ""}} {
+		describe(t, cl.meta, model.TabletDescriptor{Table: "t", Start: []byte(r[0]), End: []byte(r[1]), Addr: cl.a.addr})
+	}
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		cl.calls.Add(1)
+		return inv(ctx, method, req, reply, cc, opts...)
+	}
+	countStream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, s grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		cl.calls.Add(1)
+		return s(ctx, desc, cc, method, opts...)
+	}
+	cl.c = New(Options{Root: cl.root, Prefetch: 2, DialOptions: []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(count), grpc.WithChainStreamInterceptor(countStream)}})
+	t.Cleanup(func() { cl.c.Close() })
+	return cl
+}
+
+func set(row, value string) *model.RowMutation {
+	return &model.RowMutation{Row: []byte(row), Mutations: []model.Mutation{model.SetCell("f", []byte("q"), model.ServerTimestamp, []byte(value))}}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// TestLookupRoundTrips checks the hierarchy's costs: a cold lookup takes
+// three round trips (root file, root tablet, METADATA tablet), a cached
+// one none, and the prefetched METADATA rows spare the next lookups.
+func TestLookupRoundTrips(t *testing.T) {
+	cl := newCluster(t)
+	c := ctx(t)
+	if err := cl.c.Apply(c, "t", set("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if n, r := cl.calls.Load(), cl.root.reads.Load(); n != 3 || r != 1 {
+		t.Fatalf("cold: %d RPCs and %d root reads, want 2 METADATA reads + the write, and 1 root read", n, r)
+	}
+	cl.calls.Store(0)
+	if err := cl.c.Apply(c, "t", set("b", "2")); err != nil {
+		t.Fatal(err)
+	}
+	// "h" is in the tablet ending at "p", which the first lookup prefetched.
+	if err := cl.c.Apply(c, "t", set("h", "3")); err != nil {
+		t.Fatal(err)
+	}
+	if n := cl.calls.Load(); n != 2 {
+		t.Fatalf("cached: %d RPCs for two writes", n)
+	}
+	// "x" is in t's last tablet, described in METADATA's other tablet,
+	// whose location the root read prefetched.
+	cl.calls.Store(0)
+	if err := cl.c.Apply(c, "t", set("x", "4")); err != nil {
+		t.Fatal(err)
+	}
+	if n := cl.calls.Load(); n != 2 {
+		t.Fatalf("a row in another METADATA tablet: %d RPCs, want its METADATA tablet + the write", n)
+	}
+}
+
+func TestOperationsAcrossTablets(t *testing.T) {
+	cl := newCluster(t)
+	c := ctx(t)
+	var ms []*model.RowMutation
+	for i := 0; i < 26; i++ {
+		ms = append(ms, set(string(rune('a'+i)), fmt.Sprint(i)))
+	}
+	ms = append(ms, &model.RowMutation{Row: []byte("bad"), Mutations: []model.Mutation{model.SetCell("nope", nil, 1000, nil)}})
+	errs := cl.c.ApplyBulk(c, "t", ms)
+	for i, err := range errs[:26] {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if errs[26] == nil || !strings.Contains(errs[26].Error(), "nope") {
+		t.Fatalf("the bad entry: %v", errs[26])
+	}
+
+	row, found, err := cl.c.ReadRow(c, "t", []byte("q"), Filter{})
+	if err != nil || !found || string(row.Cells[0].Value) != "16" {
+		t.Fatalf("ReadRow: %v %v %v", row, found, err)
+	}
+	// A scan over all three tablets, with a limit and a value filter.
+	sc := cl.c.Scan(c, "t", model.RowRange{Start: []byte("e")}, Filter{ValueRegex: "[0-9]+"}, 8)
+	var keys []string
+	for sc.Next() {
+		keys = append(keys, string(sc.Row().Key))
+	}
+	if sc.Err() != nil || strings.Join(keys, "") != "efghijkl" {
+		t.Fatalf("scan: %v %v", keys, sc.Err())
+	}
+	sc = cl.c.Scan(c, "t", model.RowRange{Start: []byte("f"), End: []byte("r")}, Filter{}, 0)
+	keys = nil
+	for sc.Next() {
+		keys = append(keys, string(sc.Row().Key))
+	}
+	if sc.Err() != nil || strings.Join(keys, "") != "fghijklmnopq" {
+		t.Fatalf("bounded scan: %v %v", keys, sc.Err())
+	}
+
+	cells, err := cl.c.ReadModifyWrite(c, "t", []byte("n"), []ReadModifyWriteRule{{Family: "f", Qualifier: []byte("n"), Increment: 7}})
+	if err != nil || binary.BigEndian.Uint64(cells[0].Value) != 7 {
+		t.Fatalf("ReadModifyWrite: %v %v", cells, err)
+	}
+	ok, err := cl.c.CheckAndMutate(c, "t", []byte("n"), Filter{QualifierRegex: "n"},
+		[]model.Mutation{model.DeleteRow()}, nil)
+	if err != nil || !ok {
+		t.Fatalf("CheckAndMutate: %v %v", ok, err)
+	}
+	if _, found, _ := cl.c.ReadRow(c, "t", []byte("n"), Filter{}); found {
+		t.Fatal("the row survived CheckAndMutate's DeleteRow")
+	}
+	if err := cl.c.Apply(c, "nosuch", set("a", "1")); err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("an unknown table: %v", err)
+	}
+}
+
+// TestStaleLocationIsRelocated moves t's tablets from a to b: a is fenced
+// and METADATA now names b. The client's cached locations are stale; it
+// must find b, within its retry loop, for writes and scans.
+func TestStaleLocationIsRelocated(t *testing.T) {
+	cl := newCluster(t)
+	c := ctx(t)
+	if err := cl.c.Apply(c, "t", set("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	cl.a.lock.fence()
+	for _, r := range [][2]string{{"", "g"}, {"g", "p"}, {"p", ""}} {
+		describe(t, cl.meta, model.TabletDescriptor{Table: "t", Start: []byte(r[0]), End: []byte(r[1]), Addr: cl.b.addr})
+	}
+	cl.calls.Store(0)
+	if err := cl.c.Apply(c, "t", set("a", "2")); err != nil {
+		t.Fatal(err)
+	}
+	// The stale write, one METADATA read, the write at b.
+	if n := cl.calls.Load(); n > 6 {
+		t.Fatalf("a stale lookup took %d RPCs", n)
+	}
+	row, found, err := cl.b.store.ReadRow(c, "t", []byte("a"), tablet.ReadOptions{})
+	if err != nil || !found || string(row.Cells[0].Value) != "2" {
+		t.Fatalf("the write did not reach b: %v %v %v", row, found, err)
+	}
+	if err := cl.c.Apply(c, "t", set("z", "3")); err != nil {
+		t.Fatal(err)
+	}
+	sc := cl.c.Scan(c, "t", model.RowRange{}, Filter{}, 0)
+	var keys []string
+	for sc.Next() {
+		keys = append(keys, string(sc.Row().Key))
+	}
+	if sc.Err() != nil || strings.Join(keys, ",") != "a,z" {
+		t.Fatalf("scan after the move: %v %v", keys, sc.Err())
+	}
+}
+
+// TestDeadlineBoundsRetries checks that a tablet nobody serves fails when
+// the caller's deadline ends, with the last error named.
+func TestDeadlineBoundsRetries(t *testing.T) {
+	cl := newCluster(t)
+	cl.a.lock.fence()
+	c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := cl.c.Apply(c, "t", set("a", "1"))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not serving") {
+		t.Fatalf("Apply to a tablet nobody serves: %v", err)
+	}
+}
+
+// TestScanResumesAcrossChunks scans more rows of one tablet than one call
+// returns: every row comes once, in order.
+func TestScanResumesAcrossChunks(t *testing.T) {
+	cl := newCluster(t)
+	c := ctx(t)
+	var ms []*model.RowMutation
+	for i := 0; i < 2*scanChunk+17; i++ {
+		ms = append(ms, set(fmt.Sprintf("a%05d", i), "v"))
+	}
+	for i, err := range cl.c.ApplyBulk(c, "t", ms) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	sc := cl.c.Scan(c, "t", model.RowRange{}, Filter{}, 0)
+	n := 0
+	for sc.Next() {
+		if want := fmt.Sprintf("a%05d", n); string(sc.Row().Key) != want {
+			t.Fatalf("row %d is %q, want %q", n, sc.Row().Key, want)
+		}
+		n++
+	}
+	if sc.Err() != nil || n != len(ms) {
+		t.Fatalf("scanned %d rows of %d: %v", n, len(ms), sc.Err())
+	}
+}

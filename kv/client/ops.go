@@ -1,0 +1,315 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cellardb/cellar/kv/model"
+	pb "github.com/cellardb/cellar/kv/tabletpb"
+)
+
+// Filter selects the cells a read returns; the zero value selects all.
+// The regular expressions are RE2 and must match the whole qualifier or
+// value. Filters run on the tablet servers.
+type Filter struct {
+	Families       []string
+	QualifierRegex string
+	ValueRegex     string
+	TimeRange      model.TimeRange
+	// MaxVersions keeps the newest n versions of each column; 0 keeps all.
+	MaxVersions int
+}
+
+func (f Filter) proto() *pb.Filter {
+	return &pb.Filter{Families: f.Families, QualifierRegex: f.QualifierRegex, ValueRegex: f.ValueRegex,
+		TimeRange: &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}, MaxVersions: int32(f.MaxVersions)}
+}
+
+func mutationsProto(ms []model.Mutation) []*pb.Mutation {
+	out := make([]*pb.Mutation, len(ms))
+	for i, m := range ms {
+		switch m.Kind {
+		case model.KindSetCell:
+			out[i] = &pb.Mutation{Mutation: &pb.Mutation_SetCell_{SetCell: &pb.Mutation_SetCell{Family: m.Family, Qualifier: m.Qualifier, Timestamp: m.Timestamp, Value: m.Value}}}
+		case model.KindDeleteColumn:
+			out[i] = &pb.Mutation{Mutation: &pb.Mutation_DeleteColumn_{DeleteColumn: &pb.Mutation_DeleteColumn{Family: m.Family, Qualifier: m.Qualifier,
+				TimeRange: &pb.TimeRange{Start: m.Range.Start, End: m.Range.End}}}}
+		case model.KindDeleteFamily:
+			out[i] = &pb.Mutation{Mutation: &pb.Mutation_DeleteFamily_{DeleteFamily: &pb.Mutation_DeleteFamily{Family: m.Family}}}
+		case model.KindDeleteRow:
+			out[i] = &pb.Mutation{Mutation: &pb.Mutation_DeleteRow_{DeleteRow: &pb.Mutation_DeleteRow{}}}
+		default:
+			out[i] = &pb.Mutation{} // the server rejects it by position
+		}
+	}
+	return out
+}
+
+func rowFromProto(r *pb.Row) model.Row {
+	out := model.Row{Key: r.Key, Cells: make([]model.Cell, len(r.Cells))}
+	for i, c := range r.Cells {
+		out.Cells[i] = model.Cell{Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value}
+	}
+	return out
+}
+
+// Apply applies a row mutation atomically.
+func (c *Client) Apply(ctx context.Context, table string, m *model.RowMutation) error {
+	req := &pb.MutateRowRequest{Table: table, Row: m.Row, Mutations: mutationsProto(m.Mutations)}
+	return c.do(ctx, table, m.Row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+		_, err := cli.MutateRow(ctx, req)
+		return err
+	})
+}
+
+// ApplyBulk applies each mutation atomically, sending each tablet's share
+// in one call; the batch as a whole is not atomic. It returns one error
+// per mutation (nil for success).
+func (c *Client) ApplyBulk(ctx context.Context, table string, ms []*model.RowMutation) []error {
+	errs := make([]error, len(ms))
+	pending := make([]int, len(ms))
+	for i := range ms {
+		pending[i] = i
+	}
+	backoff := c.opts.MinBackoff
+	for len(pending) > 0 {
+		// Group what is left by tablet.
+		type group struct {
+			loc location
+			idx []int
+		}
+		var groups []*group
+		for _, i := range pending {
+			loc, err := c.locate(ctx, table, ms[i].Row)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			var g *group
+			for _, x := range groups {
+				if bytes.Equal(x.loc.start, loc.start) && x.loc.addr == loc.addr {
+					g = x
+				}
+			}
+			if g == nil {
+				g = &group{loc: loc}
+				groups = append(groups, g)
+			}
+			g.idx = append(g.idx, i)
+		}
+		var retry []int
+		for _, g := range groups {
+			req := &pb.MutateRowsRequest{Table: table}
+			for _, i := range g.idx {
+				req.Entries = append(req.Entries, &pb.MutateRowsRequest_Entry{Row: ms[i].Row, Mutations: mutationsProto(ms[i].Mutations)})
+			}
+			cli, err := c.stub(g.loc.addr)
+			var resp *pb.MutateRowsResponse
+			if err == nil {
+				resp, err = cli.MutateRows(ctx, req)
+			}
+			for k, i := range g.idx {
+				e := err
+				if e == nil {
+					if st := resp.Statuses[k]; st.Code != 0 {
+						e = status.Error(codes.Code(st.Code), st.Message)
+					}
+				}
+				errs[i] = e
+				if retryable(e) {
+					c.forget(table, g.loc)
+					retry = append(retry, i)
+				}
+			}
+		}
+		if len(retry) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			for _, i := range retry {
+				errs[i] = errors.Join(ctx.Err(), errs[i])
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, c.opts.MaxBackoff)
+		pending = retry
+	}
+	return errs
+}
+
+// ReadRow reads one row through a filter. It reports whether the row has
+// any cell that passes.
+func (c *Client) ReadRow(ctx context.Context, table string, row []byte, f Filter) (model.Row, bool, error) {
+	var resp *pb.ReadRowResponse
+	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+		var err error
+		resp, err = cli.ReadRow(ctx, &pb.ReadRowRequest{Table: table, Row: row, Filter: f.proto()})
+		return err
+	})
+	if err != nil || !resp.Found {
+		return model.Row{}, false, err
+	}
+	return rowFromProto(resp.Row), true, nil
+}
+
+// ReadModifyWriteRule appends to or increments one cell.
+type ReadModifyWriteRule struct {
+	Family    string
+	Qualifier []byte
+	// Append, if non-nil, is appended; otherwise Increment is added to
+	// the cell read as an 8-byte big-endian integer.
+	Append    []byte
+	Increment int64
+}
+
+// ReadModifyWrite applies the rules to one row atomically and returns the
+// new cells.
+func (c *Client) ReadModifyWrite(ctx context.Context, table string, row []byte, rules []ReadModifyWriteRule) ([]model.Cell, error) {
+	req := &pb.ReadModifyWriteRequest{Table: table, Row: row}
+	for _, r := range rules {
+		pr := &pb.ReadModifyWriteRequest_Rule{Family: r.Family, Qualifier: r.Qualifier}
+		if r.Append != nil {
+			pr.Rule = &pb.ReadModifyWriteRequest_Rule_Append{Append: r.Append}
+		} else {
+			pr.Rule = &pb.ReadModifyWriteRequest_Rule_Increment{Increment: r.Increment}
+		}
+		req.Rules = append(req.Rules, pr)
+	}
+	var resp *pb.ReadModifyWriteResponse
+	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+		var err error
+		resp, err = cli.ReadModifyWrite(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rowFromProto(&pb.Row{Cells: resp.Cells}).Cells, nil
+}
+
+// CheckAndMutate applies ifTrue if the predicate leaves any cell of the
+// row, else ifFalse, atomically, and reports which.
+func (c *Client) CheckAndMutate(ctx context.Context, table string, row []byte, predicate Filter, ifTrue, ifFalse []model.Mutation) (bool, error) {
+	req := &pb.CheckAndMutateRequest{Table: table, Row: row, Predicate: predicate.proto()}
+	if len(ifTrue) > 0 {
+		req.TrueMutations = mutationsProto(ifTrue)
+	}
+	if len(ifFalse) > 0 {
+		req.FalseMutations = mutationsProto(ifFalse)
+	}
+	var resp *pb.CheckAndMutateResponse
+	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+		var err error
+		resp, err = cli.CheckAndMutate(ctx, req)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return resp.PredicateMatched, nil
+}
+
+// scanChunk is the most rows one call of a scan returns; a scan resumes
+// after the last row it got, so a retry never repeats or skips a row.
+const scanChunk = 1000
+
+// Scanner streams the rows of a range, tablet by tablet, in key order.
+type Scanner struct {
+	c      *Client
+	ctx    context.Context
+	table  string
+	rng    model.RowRange
+	filter Filter
+	limit  int64
+
+	next []byte // where the next call starts
+	buf  []model.Row
+	sent int64
+	row  model.Row
+	err  error
+	done bool
+}
+
+// Scan returns a scanner over rng (an empty End: to the table's end) with
+// at most limit rows (0: no limit).
+func (c *Client) Scan(ctx context.Context, table string, rng model.RowRange, f Filter, limit int64) *Scanner {
+	return &Scanner{c: c, ctx: ctx, table: table, rng: rng, filter: f, limit: limit, next: rng.Start}
+}
+
+// Next advances to the next row.
+func (s *Scanner) Next() bool {
+	for len(s.buf) == 0 {
+		if s.done || s.err != nil || (s.limit > 0 && s.sent >= s.limit) {
+			return false
+		}
+		s.fill()
+	}
+	s.row, s.buf = s.buf[0], s.buf[1:]
+	s.sent++
+	return true
+}
+
+// fill reads the next chunk of the current tablet's share of the range.
+func (s *Scanner) fill() {
+	var rows []model.Row
+	var end []byte
+	err := s.c.do(s.ctx, s.table, s.next, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
+		rows, end = rows[:0], loc.end
+		scanEnd := s.rng.End
+		if len(loc.end) > 0 && (len(scanEnd) == 0 || bytes.Compare(loc.end, scanEnd) < 0) {
+			scanEnd = loc.end
+		}
+		n := int64(scanChunk)
+		if s.limit > 0 {
+			n = min(n, s.limit-s.sent)
+		}
+		stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{{Start: s.next, End: scanEnd}},
+			Filter: s.filter.proto(), RowLimit: n})
+		if err != nil {
+			return err
+		}
+		for {
+			resp, err := stream.Recv()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			for _, r := range resp.Rows {
+				rows = append(rows, rowFromProto(r))
+			}
+		}
+	})
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.buf = rows
+	if len(rows) == scanChunk {
+		// More of this tablet: resume just after the last row.
+		s.next = append(append([]byte(nil), rows[len(rows)-1].Key...), 0)
+		return
+	}
+	if len(end) == 0 || (len(s.rng.End) > 0 && bytes.Compare(end, s.rng.End) >= 0) {
+		s.done = true
+	} else {
+		s.next = end
+	}
+}
+
+// Row returns the current row.
+func (s *Scanner) Row() model.Row { return s.row }
+
+// Err returns the error that ended the scan, if any.
+func (s *Scanner) Err() error { return s.err }
