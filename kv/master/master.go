@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/cellardb/cellar/kv/client"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
 
@@ -39,6 +40,10 @@ type Coordinator interface {
 	// TakeAndDelete takes path's lock if it is free, without waiting, and
 	// deletes the file; it reports whether it did.
 	TakeAndDelete(ctx context.Context, path string) (bool, error)
+	// ReadFile returns a file's contents and whether it exists.
+	ReadFile(ctx context.Context, path string) ([]byte, bool, error)
+	// WriteFile creates or replaces a file (and its parent directories).
+	WriteFile(ctx context.Context, path string, data []byte) error
 }
 
 // Lock is the held master lock.
@@ -121,6 +126,7 @@ type Master struct {
 	servers map[string]*Server
 	conns   map[string]*grpc.ClientConn // by address
 	dead    []string                    // ids, in the order they died
+	client  *client.Client              // for METADATA; made on first use
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -243,22 +249,29 @@ func (m *Master) bury(id string) {
 	m.opts.Logf("master: server %s is dead; its file is deleted and its %d tablets are unassigned", id, n)
 }
 
-func (m *Master) listTablets(ctx context.Context, addr string) ([]*pb.TabletInfo, error) {
+func (m *Master) stub(addr string) (pb.TabletServerClient, error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	cc := m.conns[addr]
 	if cc == nil {
 		var err error
 		cc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
-			m.mu.Unlock()
 			return nil, err
 		}
 		m.conns[addr] = cc
 	}
-	m.mu.Unlock()
+	return pb.NewTabletServerClient(cc), nil
+}
+
+func (m *Master) listTablets(ctx context.Context, addr string) ([]*pb.TabletInfo, error) {
+	cli, err := m.stub(addr)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.opts.ScanInterval)
 	defer cancel()
-	resp, err := pb.NewTabletServerClient(cc).ListTablets(ctx, &pb.ListTabletsRequest{})
+	resp, err := cli.ListTablets(ctx, &pb.ListTabletsRequest{})
 	if err != nil {
 		return nil, err
 	}
@@ -290,12 +303,15 @@ func (m *Master) Close(ctx context.Context) error {
 	close(m.stop)
 	m.wg.Wait()
 	m.mu.Lock()
-	l := m.lock
+	l, kv := m.lock, m.client
 	for _, cc := range m.conns {
 		cc.Close()
 	}
 	m.conns = map[string]*grpc.ClientConn{}
 	m.mu.Unlock()
+	if kv != nil {
+		kv.Close()
+	}
 	if l != nil && l.Held() {
 		return l.Release(ctx)
 	}

@@ -58,6 +58,23 @@ func (c *fakeCoord) TakeAndDelete(ctx context.Context, path string) (bool, error
 	return true, nil
 }
 
+func (c *fakeCoord) ReadFile(ctx context.Context, path string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.files[path]
+	if f == nil {
+		return nil, false, nil
+	}
+	return f.contents, true, nil
+}
+
+func (c *fakeCoord) WriteFile(ctx context.Context, path string, data []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.files[path] = &fakeFile{contents: data}
+	return nil
+}
+
 func (c *fakeCoord) set(path string, f *fakeFile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1385,6 +1385,112 @@ func (x *ListTabletsResponse) GetTablets() []*TabletInfo {
 	return nil
 }
 
+type CreateTableRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// schema is the table's schema as JSON (kv/model.Schema).
+	Schema []byte `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	// splits are the rows at which the table's tablets start, besides "".
+	Splits        [][]byte `protobuf:"bytes,3,rep,name=splits,proto3" json:"splits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTableRequest) Reset() {
+	*x = CreateTableRequest{}
+	mi := &file_tablet_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTableRequest) ProtoMessage() {}
+
+func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
+func (*CreateTableRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CreateTableRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *CreateTableRequest) GetSchema() []byte {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *CreateTableRequest) GetSplits() [][]byte {
+	if x != nil {
+		return x.Splits
+	}
+	return nil
+}
+
+type CreateTableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablets       []*TabletInfo          `protobuf:"bytes,1,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTableResponse) Reset() {
+	*x = CreateTableResponse{}
+	mi := &file_tablet_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTableResponse) ProtoMessage() {}
+
+func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTableResponse.ProtoReflect.Descriptor instead.
+func (*CreateTableResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CreateTableResponse) GetTablets() []*TabletInfo {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
 type Mutation_SetCell struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -1398,7 +1504,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1516,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1571,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1583,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1629,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1641,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1672,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1684,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1710,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1722,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1767,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1673,7 +1779,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1860,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1872,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2017,13 @@ const file_tablet_proto_rawDesc = "" +
 	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\"b\n" +
 	"\x13ListTabletsResponse\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x123\n" +
-	"\atablets\x18\x02 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets2\xb1\x05\n" +
+	"\atablets\x18\x02 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\"Z\n" +
+	"\x12CreateTableRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
+	"\x06schema\x18\x02 \x01(\fR\x06schema\x12\x16\n" +
+	"\x06splits\x18\x03 \x03(\fR\x06splits\"J\n" +
+	"\x13CreateTableResponse\x123\n" +
+	"\atablets\x18\x01 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets2\x87\x06\n" +
 	"\fTabletServer\x12H\n" +
 	"\aReadRow\x12\x1d.cellar.tablet.ReadRowRequest\x1a\x1e.cellar.tablet.ReadRowResponse\x12A\n" +
 	"\x04Scan\x12\x1a.cellar.tablet.ScanRequest\x1a\x1b.cellar.tablet.ScanResponse0\x01\x12N\n" +
@@ -1921,7 +2033,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\x0fReadModifyWrite\x12%.cellar.tablet.ReadModifyWriteRequest\x1a&.cellar.tablet.ReadModifyWriteResponse\x12]\n" +
 	"\x0eCheckAndMutate\x12$.cellar.tablet.CheckAndMutateRequest\x1a%.cellar.tablet.CheckAndMutateResponse\x12Z\n" +
 	"\rSampleRowKeys\x12#.cellar.tablet.SampleRowKeysRequest\x1a$.cellar.tablet.SampleRowKeysResponse\x12T\n" +
-	"\vListTablets\x12!.cellar.tablet.ListTabletsRequest\x1a\".cellar.tablet.ListTabletsResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
+	"\vListTablets\x12!.cellar.tablet.ListTabletsRequest\x1a\".cellar.tablet.ListTabletsResponse\x12T\n" +
+	"\vCreateTable\x12!.cellar.tablet.CreateTableRequest\x1a\".cellar.tablet.CreateTableResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -1935,7 +2048,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 	return file_tablet_proto_rawDescData
 }
 
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_tablet_proto_goTypes = []any{
 	(*Cell)(nil),                         // 0: cellar.tablet.Cell
 	(*Row)(nil),                          // 1: cellar.tablet.Row
@@ -1961,60 +2074,65 @@ var file_tablet_proto_goTypes = []any{
 	(*ListTabletsRequest)(nil),           // 21: cellar.tablet.ListTabletsRequest
 	(*TabletInfo)(nil),                   // 22: cellar.tablet.TabletInfo
 	(*ListTabletsResponse)(nil),          // 23: cellar.tablet.ListTabletsResponse
-	(*Mutation_SetCell)(nil),             // 24: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 25: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 26: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 27: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 28: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 29: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 30: cellar.tablet.SampleRowKeysResponse.Sample
+	(*CreateTableRequest)(nil),           // 24: cellar.tablet.CreateTableRequest
+	(*CreateTableResponse)(nil),          // 25: cellar.tablet.CreateTableResponse
+	(*Mutation_SetCell)(nil),             // 26: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 27: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 28: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 29: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 30: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 31: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 32: cellar.tablet.SampleRowKeysResponse.Sample
 }
 var file_tablet_proto_depIdxs = []int32{
 	0,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
 	3,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
-	24, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	25, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	26, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	27, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	26, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	27, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	28, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	29, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
 	4,  // 6: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 7: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
 	2,  // 8: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
 	4,  // 9: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 10: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
 	5,  // 11: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	28, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	30, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
 	13, // 13: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	29, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	31, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
 	0,  // 15: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
 	4,  // 16: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
 	5,  // 17: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
 	5,  // 18: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
-	30, // 19: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	32, // 19: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
 	2,  // 20: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
 	22, // 21: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	3,  // 22: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	5,  // 23: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	6,  // 24: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	8,  // 25: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	10, // 26: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	12, // 27: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	15, // 28: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	17, // 29: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	19, // 30: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	21, // 31: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	7,  // 32: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	9,  // 33: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	11, // 34: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	14, // 35: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	16, // 36: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	18, // 37: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	20, // 38: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	23, // 39: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	32, // [32:40] is the sub-list for method output_type
-	24, // [24:32] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	22, // 22: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	3,  // 23: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	5,  // 24: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	6,  // 25: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	8,  // 26: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	10, // 27: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	12, // 28: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	15, // 29: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	17, // 30: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	19, // 31: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	21, // 32: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	24, // 33: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	7,  // 34: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	9,  // 35: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	11, // 36: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	14, // 37: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	16, // 38: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	18, // 39: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	20, // 40: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	23, // 41: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	25, // 42: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	34, // [34:43] is the sub-list for method output_type
+	25, // [25:34] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -2028,7 +2146,7 @@ func file_tablet_proto_init() {
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[29].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[31].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -2038,7 +2156,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

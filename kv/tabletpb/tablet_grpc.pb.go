@@ -30,6 +30,7 @@ const (
 	TabletServer_CheckAndMutate_FullMethodName  = "/cellar.tablet.TabletServer/CheckAndMutate"
 	TabletServer_SampleRowKeys_FullMethodName   = "/cellar.tablet.TabletServer/SampleRowKeys"
 	TabletServer_ListTablets_FullMethodName     = "/cellar.tablet.TabletServer/ListTablets"
+	TabletServer_CreateTable_FullMethodName     = "/cellar.tablet.TabletServer/CreateTable"
 )
 
 // TabletServerClient is the client API for TabletServer service.
@@ -51,6 +52,9 @@ type TabletServerClient interface {
 	SampleRowKeys(ctx context.Context, in *SampleRowKeysRequest, opts ...grpc.CallOption) (*SampleRowKeysResponse, error)
 	// ListTablets lists the tablets the server serves.
 	ListTablets(ctx context.Context, in *ListTabletsRequest, opts ...grpc.CallOption) (*ListTabletsResponse, error)
+	// CreateTable creates a table's tablets on this server, at the master's
+	// request.
+	CreateTable(ctx context.Context, in *CreateTableRequest, opts ...grpc.CallOption) (*CreateTableResponse, error)
 }
 
 type tabletServerClient struct {
@@ -150,6 +154,16 @@ func (c *tabletServerClient) ListTablets(ctx context.Context, in *ListTabletsReq
 	return out, nil
 }
 
+func (c *tabletServerClient) CreateTable(ctx context.Context, in *CreateTableRequest, opts ...grpc.CallOption) (*CreateTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateTableResponse)
+	err := c.cc.Invoke(ctx, TabletServer_CreateTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TabletServerServer is the server API for TabletServer service.
 // All implementations must embed UnimplementedTabletServerServer
 // for forward compatibility.
@@ -169,6 +183,9 @@ type TabletServerServer interface {
 	SampleRowKeys(context.Context, *SampleRowKeysRequest) (*SampleRowKeysResponse, error)
 	// ListTablets lists the tablets the server serves.
 	ListTablets(context.Context, *ListTabletsRequest) (*ListTabletsResponse, error)
+	// CreateTable creates a table's tablets on this server, at the master's
+	// request.
+	CreateTable(context.Context, *CreateTableRequest) (*CreateTableResponse, error)
 	mustEmbedUnimplementedTabletServerServer()
 }
 
@@ -202,6 +219,9 @@ func (UnimplementedTabletServerServer) SampleRowKeys(context.Context, *SampleRow
 }
 func (UnimplementedTabletServerServer) ListTablets(context.Context, *ListTabletsRequest) (*ListTabletsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTablets not implemented")
+}
+func (UnimplementedTabletServerServer) CreateTable(context.Context, *CreateTableRequest) (*CreateTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateTable not implemented")
 }
 func (UnimplementedTabletServerServer) mustEmbedUnimplementedTabletServerServer() {}
 func (UnimplementedTabletServerServer) testEmbeddedByValue()                      {}
@@ -361,6 +381,24 @@ func _TabletServer_ListTablets_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TabletServer_CreateTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).CreateTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_CreateTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).CreateTable(ctx, req.(*CreateTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TabletServer_ServiceDesc is the grpc.ServiceDesc for TabletServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -395,6 +433,10 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTablets",
 			Handler:    _TabletServer_ListTablets_Handler,
+		},
+		{
+			MethodName: "CreateTable",
+			Handler:    _TabletServer_CreateTable_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -3,6 +3,7 @@ package tabletserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -405,6 +406,32 @@ func (s *Server) ListTablets(ctx context.Context, _ *pb.ListTabletsRequest) (*pb
 		r := t.Range()
 		out.Tablets = append(out.Tablets, &pb.TabletInfo{Id: t.ID(), Table: t.Table(),
 			Range: &pb.RowRange{Start: r.Start, End: r.End}, SizeBytes: int64(t.Size())})
+	}
+	return out, nil
+}
+
+// CreateTable creates a table's tablets in the store, at the master's
+// request, and lists them.
+func (s *Server) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*pb.CreateTableResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if req.Table == "" {
+		return nil, invalid("no table name")
+	}
+	var schema model.Schema
+	if err := json.Unmarshal(req.Schema, &schema); err != nil {
+		return nil, invalid("schema of %q: %v", req.Table, err)
+	}
+	if err := s.opts.Store.CreateTable(ctx, req.Table, schema, req.Splits); err != nil {
+		return nil, toStatus(err)
+	}
+	out := &pb.CreateTableResponse{}
+	for _, t := range s.opts.Store.Tablets() {
+		if t.Table() == req.Table {
+			r := t.Range()
+			out.Tablets = append(out.Tablets, &pb.TabletInfo{Id: t.ID(), Table: t.Table(), Range: &pb.RowRange{Start: r.Start, End: r.End}})
+		}
 	}
 	return out, nil
 }

@@ -318,3 +318,69 @@ func (s *Session) TakeAndDelete(ctx context.Context, path string) (bool, error) 
 
 // Close ends the session.
 func (s *Session) Close(ctx context.Context) error { return s.C.Close(ctx) }
+
+// ReadFile implements master.Coordinator.
+func (m ForMaster) ReadFile(ctx context.Context, path string) ([]byte, bool, error) {
+	return m.Session.ReadFile(ctx, path)
+}
+
+// WriteFile implements master.Coordinator.
+func (m ForMaster) WriteFile(ctx context.Context, path string, data []byte) error {
+	return m.Session.WriteFile(ctx, path, data)
+}
+
+// ReadFile returns a file's contents and whether it exists.
+func (s *Session) ReadFile(ctx context.Context, path string) ([]byte, bool, error) {
+	h, _, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead})
+	if errors.Is(err, coord.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer h.Close(ctx)
+	data, _, err := h.GetContentsAndStat(ctx)
+	if errors.Is(err, coord.ErrInvalidHandle) {
+		return nil, false, nil // deleted meanwhile
+	}
+	return data, err == nil, err
+}
+
+// WriteFile creates or replaces a file, and its parent directories.
+func (s *Session) WriteFile(ctx context.Context, path string, data []byte) error {
+	if err := mkdirs(ctx, s.C, path); err != nil {
+		return err
+	}
+	h, created, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true, Contents: data})
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	if !created {
+		_, err = h.SetContents(ctx, data)
+	}
+	return err
+}
+
+// RootFile reads the root tablet's location for kv/client.
+type RootFile struct {
+	Session *Session
+	// Path is the root file (default /ls/local/cellar/root).
+	Path string
+}
+
+// Root implements kv/client.RootReader.
+func (r RootFile) Root(ctx context.Context) (string, error) {
+	path := r.Path
+	if path == "" {
+		path = "/ls/local/cellar/root"
+	}
+	data, ok, err := r.Session.ReadFile(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%s does not exist: no master has set up METADATA yet", path)
+	}
+	return string(data), nil
+}
