@@ -57,6 +57,7 @@ type config struct {
 	// suites are the benchmark suites to run: storage, coord.
 	suites []string
 	coord  coordConfig
+	kv     kvConfig
 }
 
 // childArgs is the command line that makes a child run engine in dir with
@@ -126,7 +127,12 @@ func main() {
 	flag.StringVar(&cfg.out, "out", filepath.Join("results", "latest.md"), "Markdown report to write")
 	flag.Var(&cfg.rocksdb, "rocksdb", "run RocksDB's db_bench too (default: if db_bench is on PATH)")
 	flag.StringVar(&cfg.child, "child", "", "internal: run one engine and print JSON results")
-	flag.StringVar(&suites, "suites", "storage,coord", "comma-separated suites: storage (cellar's tablet engine vs goleveldb, Pebble, RocksDB), coord (cellar's Chubby cell vs etcd)")
+	flag.StringVar(&suites, "suites", "storage,coord,kv", "comma-separated suites: storage (cellar's tablet engine vs goleveldb, Pebble, RocksDB), coord (cellar's Chubby cell vs etcd), kv (one tablet server vs the Bigtable paper's Figure 6)")
+	flag.IntVar(&cfg.kv.rows, "kv-rows", 300_000, "kv: rows each write workload writes (1000-byte values)")
+	flag.IntVar(&cfg.kv.memRows, "kv-mem-rows", 50_000, "kv: rows of the in-memory table")
+	flag.IntVar(&cfg.kv.clients, "kv-clients", 16, "kv: concurrent clients")
+	flag.IntVar(&cfg.kv.batch, "kv-batch", 100, "kv: rows per batched write")
+	flag.DurationVar(&cfg.kv.duration, "kv-duration", 10*time.Second, "kv: how long each read workload runs")
 	flag.DurationVar(&cfg.coord.duration, "coord-duration", 10*time.Second, "coord: how long each put and lock workload runs")
 	flag.StringVar(&clients, "coord-clients", "1,64", "coord: comma-separated client counts of the put and lock workloads")
 	flag.IntVar(&cfg.coord.sessions, "coord-sessions", 10000, "coord: sessions kept alive in the sessions workload")
@@ -210,9 +216,12 @@ func validate(cfg config) error {
 		return errors.New("-coord-duration, -coord-window, -coord-sessions and -coord-value-size must be positive")
 	}
 	for _, s := range cfg.suites {
-		if s != "storage" && s != "coord" {
-			return fmt.Errorf("unknown suite %q (have storage, coord)", s)
+		if s != "storage" && s != "coord" && s != "kv" {
+			return fmt.Errorf("unknown suite %q (have storage, coord, kv)", s)
 		}
+	}
+	if cfg.kv.rows < cfg.kv.clients || cfg.kv.memRows < 1 || cfg.kv.clients < 1 || cfg.kv.batch < 1 || cfg.kv.duration <= 0 {
+		return errors.New("-kv-rows (at least -kv-clients), -kv-mem-rows, -kv-clients, -kv-batch and -kv-duration must be positive")
 	}
 	for _, w := range cfg.workloads {
 		if !slices.Contains(workloadNames(), w) {
@@ -272,6 +281,12 @@ func runParent(cfg config) (err error) {
 	}
 	if slices.Contains(cfg.suites, "coord") {
 		t, m, err := runCoordSuite(cfg.coord, base)
+		text.WriteString(t)
+		md.WriteString(m)
+		errs = append(errs, err)
+	}
+	if slices.Contains(cfg.suites, "kv") {
+		t, m, err := runKVSuite(cfg.kv, base)
 		text.WriteString(t)
 		md.WriteString(m)
 		errs = append(errs, err)
