@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -36,6 +37,9 @@ type kvConfig struct {
 	clients  int           // concurrent clients
 	batch    int           // rows per ApplyBulk
 	duration time.Duration // of each read workload
+	// cpuProfile, if set, is a directory for a CPU profile of each
+	// workload, kv-<workload>.pprof.
+	cpuProfile string
 }
 
 // paperOps are Figure 6's single-server figures, in ops/s.
@@ -146,8 +150,21 @@ func runKVSuite(kc kvConfig, base string) (text, md string, err error) {
 	results := map[string]kvResult{}
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: kv: "+format+"\n", args...) }
 
+	profile := func(name string) func() {
+		if kc.cpuProfile == "" {
+			return func() {}
+		}
+		f, err := os.Create(filepath.Join(kc.cpuProfile, "kv-"+name+".pprof"))
+		if err != nil {
+			logf("profile %s: %v", name, err)
+			return func() {}
+		}
+		pprof.StartCPUProfile(f)
+		return func() { pprof.StopCPUProfile(); f.Close() }
+	}
 	write := func(name, table string, order func(i int) int, n int) {
 		logf("%s (%d rows)", name, n)
+		defer profile(name)()
 		start := time.Now()
 		var next atomic.Int64
 		var failed atomic.Value
@@ -184,6 +201,7 @@ func runKVSuite(kc kvConfig, base string) (text, md string, err error) {
 	// read runs op on every client for the duration, counting operations.
 	read := func(name string, op func(r *rand.Rand, client int, i int) (int, error)) {
 		logf("%s (%v)", name, kc.duration)
+		defer profile(name)()
 		var total atomic.Int64
 		var failed atomic.Value
 		deadline := time.Now().Add(kc.duration)

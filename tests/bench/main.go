@@ -286,6 +286,7 @@ func runParent(cfg config) (err error) {
 		errs = append(errs, err)
 	}
 	if slices.Contains(cfg.suites, "kv") {
+		cfg.kv.cpuProfile = cfg.cpuProfile
 		t, m, err := runKVSuite(cfg.kv, base)
 		text.WriteString(t)
 		md.WriteString(m)
