@@ -37,7 +37,7 @@ type demo struct {
 // startDemo starts "cellar demo" on free ports and reads its banner.
 func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 	t.Helper()
-	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0"}, extra...)
+	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0"}, extra...)
 	d := &demo{cmd: exec.Command(bin, args...), stderr: &strings.Builder{}}
 	out, _ := d.cmd.StdoutPipe()
 	d.cmd.Stderr = d.stderr
@@ -112,7 +112,7 @@ func TestDemoStartsServesAndStopsCleanly(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	second := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0")
+	second := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0")
 	msg, err := second.CombinedOutput()
 	if err == nil || !strings.Contains(string(msg), "in use") {
 		t.Fatalf("second demo on the same data: %v\n%s", err, msg)

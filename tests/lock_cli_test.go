@@ -46,29 +46,29 @@ func TestLockCLIAgainstDemo(t *testing.T) {
 	if out := must("", "ls", "/ls/local/"); out != "acl/\ncellar/\n" {
 		t.Fatalf("ls of a new cell: %q", out)
 	}
-	must("", "mkdir", "-p", "/ls/local/cellar/servers")
-	must("", "put", "/ls/local/cellar/root", "tablet-1")
-	must("from stdin\n", "put", "/ls/local/cellar/servers/ts1")
-	if out := must("", "cat", "/ls/local/cellar/servers/ts1"); out != "from stdin\n" {
+	must("", "mkdir", "-p", "/ls/local/app/jobs")
+	must("", "put", "/ls/local/app/config", "tablet-1")
+	must("from stdin\n", "put", "/ls/local/app/jobs/ts1")
+	if out := must("", "cat", "/ls/local/app/jobs/ts1"); out != "from stdin\n" {
 		t.Fatalf("cat: %q", out)
 	}
-	if out := must("", "ls", "-l", "/ls/local/cellar"); !strings.Contains(out, "root") || !strings.Contains(out, "servers/") {
+	if out := must("", "ls", "-l", "/ls/local/app"); !strings.Contains(out, "config") || !strings.Contains(out, "jobs/") {
 		t.Fatalf("ls -l: %q", out)
 	}
-	stat := must("", "stat", "/ls/cellar/cellar/root")
+	stat := must("", "stat", "/ls/cellar/app/config")
 	for _, want := range []string{"kind:               file", "length:             8", "content generation: 1"} {
 		if !strings.Contains(stat, want) {
 			t.Fatalf("stat lacks %q:\n%s", want, stat)
 		}
 	}
-	must("", "put", "-if-generation", "1", "/ls/local/cellar/root", "tablet-2")
-	mustFail("generation", "put", "-if-generation", "1", "/ls/local/cellar/root", "tablet-3")
-	mustFail("exists", "put", "-if-generation", "0", "/ls/local/cellar/root", "tablet-3")
-	if out := must("", "cat", "/ls/local/cellar/root"); out != "tablet-2" {
+	must("", "put", "-if-generation", "1", "/ls/local/app/config", "tablet-2")
+	mustFail("generation", "put", "-if-generation", "1", "/ls/local/app/config", "tablet-3")
+	mustFail("exists", "put", "-if-generation", "0", "/ls/local/app/config", "tablet-3")
+	if out := must("", "cat", "/ls/local/app/config"); out != "tablet-2" {
 		t.Fatalf("cat after compare-and-swap: %q", out)
 	}
 	mustFail("not-found", "cat", "/ls/local/nope")
-	mustFail("not-empty", "rm", "/ls/local/cellar")
+	mustFail("not-empty", "rm", "/ls/local/app")
 	mustFail("cell", "ls", "/ls/othercell/")
 
 	// acquire holds the lock until Ctrl-C.
@@ -116,7 +116,7 @@ func TestDemoCellSurvivesRestart(t *testing.T) {
 	}
 	d.stop(t)
 
-	wrong := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0")
+	wrong := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0")
 	if msg, err := wrong.CombinedOutput(); err == nil || !strings.Contains(string(msg), "-chubby-replicas 3") {
 		t.Fatalf("restart with another cell size: %v\n%s", err, msg)
 	}
@@ -125,6 +125,42 @@ func TestDemoCellSurvivesRestart(t *testing.T) {
 	out, err := lockCLI(t, bin, d.chubby, "", "cat", "/ls/local/kept")
 	if err != nil || out != "across restarts" {
 		t.Fatalf("cat after restart: %v %q", err, out)
+	}
+	d.stop(t)
+}
+
+// TestTableAndKVCLIAgainstDemo creates a table through the demo's master
+// and writes, reads and scans rows through the client library, all from
+// the command line.
+func TestTableAndKVCLIAgainstDemo(t *testing.T) {
+	bin := buildCellar(t)
+	d := startDemo(t, bin, t.TempDir())
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append(args[:2:2], append([]string{"-chubby", d.chubby}, args[2:]...)...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("cellar %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("table", "create", "-splits", "m", "users", "profile", "stats")
+	if out := run("table", "ls"); out != "users\tprofile,stats\n" {
+		t.Fatalf("table ls: %q", out)
+	}
+	for _, r := range [][2]string{{"alice", "Alice"}, {"nick", "Nick"}, {"zoe", "Zoe"}} {
+		run("kv", "put", "users", r[0], "profile:name", r[1])
+	}
+	if out := run("kv", "get", "users", "nick"); !strings.Contains(out, "nick\tprofile:name\t@") || !strings.HasSuffix(out, "\tNick\n") {
+		t.Fatalf("kv get: %q", out)
+	}
+	out := run("kv", "scan", "users")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[2], "zoe\t") {
+		t.Fatalf("kv scan: %q", out)
+	}
+	bad := exec.Command(bin, "kv", "put", "-chubby", d.chubby, "users", "x", "nofamily:q", "v")
+	if msg, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(msg), "nofamily") {
+		t.Fatalf("a put to an unknown family: %v %s", err, msg)
 	}
 	d.stop(t)
 }

@@ -18,10 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/cellardb/cellar/coord/cell"
 	"github.com/cellardb/cellar/coord/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
+	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/kv/tabletserver"
 	"github.com/cellardb/cellar/ops/coordlock"
@@ -39,6 +42,7 @@ func runDemo(args []string, env Env) int {
 	chubbyAddr := fs.String("chubby", DefaultChubbyAddr, "client address of the Chubby cell's first replica; the others take the next ports, and Raft the ports 100 above")
 	replicas := fs.Int("chubby-replicas", 1, "replicas in the Chubby cell: 1 or 3")
 	tsAddr := fs.String("tabletserver", "127.0.0.1:9100", "address of the tablet server's data RPCs")
+	masterAddr := fs.String("master", "127.0.0.1:9001", "address of the master's admin RPCs")
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
@@ -78,7 +82,7 @@ func runDemo(args []string, env Env) int {
 		store.Close(context.Background())
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, store, cellReplicas, *tsAddr, env)
+	roles, err := startDemoRoles(ctx, store, cellReplicas, *tsAddr, *masterAddr, env)
 	if err != nil {
 		ln.Close()
 		store.Close(context.Background())
@@ -95,8 +99,10 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
 	fmt.Fprintf(env.Stdout, "           try: cellar lock ls -addr %s /ls/local/\n", cellReplicas[0].ClientAddr())
 	fmt.Fprintf(env.Stdout, "  tablet server: on %s, registered as %s\n", roles.tsAddr, roles.ts.Path())
-	fmt.Fprintf(env.Stdout, "  master:  active; http://%s/servers lists the tablet servers\n", ln.Addr())
-	fmt.Fprintln(env.Stdout, "  not yet: METADATA and tablet assignment, the client library, the SQL gateway (psql on 127.0.0.1:5433)")
+	fmt.Fprintf(env.Stdout, "  master:  active, admin RPCs on %s; http://%s/servers lists the tablet servers\n", roles.masterAddr, ln.Addr())
+	fmt.Fprintf(env.Stdout, "           try: cellar table create -chubby %s users profile\n", cellReplicas[0].ClientAddr())
+	fmt.Fprintf(env.Stdout, "                cellar kv put -chubby %s users alice profile:name Alice\n", cellReplicas[0].ClientAddr())
+	fmt.Fprintln(env.Stdout, "  not yet: moving tablets between servers, the SQL gateway (psql on 127.0.0.1:5433)")
 	fmt.Fprintln(env.Stdout, "           and the Bigtable API (127.0.0.1:8086); they arrive with later issues.")
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
@@ -227,16 +233,18 @@ State generation {{.Stats.StateGeneration}}.</p>
 
 // demoRoles are the kv processes the demo runs in-process.
 type demoRoles struct {
-	ts     *tabletserver.Server
-	tsAddr string
-	master *master.Master
-	sess   *coordlock.Session // the master's
+	ts         *tabletserver.Server
+	tsAddr     string
+	master     *master.Master
+	sess       *coordlock.Session // the master's
+	admin      *grpc.Server
+	masterAddr string
 }
 
 // startDemoRoles registers the demo's tablet server in the cell and starts
 // the master, both as clients of the cell over loopback, as the separate
 // processes would be.
-func startDemoRoles(ctx context.Context, store *tablet.Store, replicas []*cell.Replica, tsAddr string, env Env) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, store *tablet.Store, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -267,17 +275,28 @@ func startDemoRoles(ctx context.Context, store *tablet.Store, replicas []*cell.R
 		ts.Close(context.Background())
 		return nil, err
 	}
-	m := master.New(master.Options{Addr: "in-process", Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf})
+	mln, err := net.Listen("tcp", masterAddr)
+	if err != nil {
+		sess.Close(context.Background())
+		ts.Close(context.Background())
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf})
 	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
 	if err := m.Open(openCtx); err != nil {
+		mln.Close()
 		sess.Close(context.Background())
 		ts.Close(context.Background())
 		return nil, err
 	}
-	return &demoRoles{ts: ts, tsAddr: ln.Addr().String(), master: m, sess: sess}, nil
+	admin := grpc.NewServer()
+	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
+	go admin.Serve(mln)
+	return &demoRoles{ts: ts, tsAddr: ln.Addr().String(), master: m, sess: sess, admin: admin, masterAddr: mln.Addr().String()}, nil
 }
 
 func (r *demoRoles) close(ctx context.Context) error {
+	r.admin.Stop()
 	return errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.ts.Close(ctx))
 }
 

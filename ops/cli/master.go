@@ -13,8 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/cellardb/cellar/coord/client"
 	"github.com/cellardb/cellar/kv/master"
+	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/ops/coordlock"
 )
 
@@ -24,6 +27,7 @@ func runMaster(args []string, env Env) int {
 	fs := flag.NewFlagSet("master", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	listen := fs.String("listen", "127.0.0.1:9000", "address of the master's status endpoints (/healthz, /servers)")
+	rpcAddr := fs.String("rpc", "127.0.0.1:9001", "address of the master's admin RPCs (table management); it goes into the master file")
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
@@ -42,6 +46,12 @@ func runMaster(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "master", err)
 	}
+	rpcLn, err := net.Listen("tcp", *rpcAddr)
+	if err != nil {
+		ln.Close()
+		return fail(env, "master", err)
+	}
+	defer rpcLn.Close()
 	svc := &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby), Principal: "master", Secret: *secret}}
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	sess, err := svc.NewSession(openCtx)
@@ -52,7 +62,7 @@ func runMaster(args []string, env Env) int {
 	}
 	defer sess.Close(context.Background())
 	fatal := make(chan error, 1)
-	m := master.New(master.Options{Addr: ln.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
+	m := master.New(master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
 		ScanInterval: *scan, Logf: stampedLog(env), OnFatal: func(err error) { fatal <- err }})
 
 	mux := http.NewServeMux()
@@ -76,7 +86,11 @@ func runMaster(args []string, env Env) int {
 		}
 		return fail(env, "master", err)
 	}
-	fmt.Fprintf(env.Stdout, "active master: %d tablet servers\n", len(m.Servers()))
+	admin := grpc.NewServer()
+	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
+	go admin.Serve(rpcLn)
+	defer admin.Stop()
+	fmt.Fprintf(env.Stdout, "active master: %d tablet servers; admin RPCs on %s\n", len(m.Servers()), rpcLn.Addr())
 	select {
 	case <-ctx.Done():
 		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/cellardb/cellar/coord/client"
+	kvclient "github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/masterpb"
+	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/ops/coordlock"
+)
+
+// clusterFlags are the flags of the commands that talk to a cluster.
+type clusterFlags struct {
+	chubby, cell, secret string
+	timeout              time.Duration
+}
+
+func (cf *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&cf.chubby, "chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
+	fs.StringVar(&cf.cell, "cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
+	fs.StringVar(&cf.secret, "secret", "", "the Chubby cell's shared secret")
+	fs.DurationVar(&cf.timeout, "timeout", 30*time.Second, "give up after this long")
+}
+
+// session opens a Chubby session for a cluster command.
+func (cf *clusterFlags) session(ctx context.Context) (*coordlock.Session, error) {
+	svc := &coordlock.Service{Client: client.Options{Cell: cf.cell, Addrs: splitList(cf.chubby), Principal: "cli", Secret: cf.secret}}
+	s, err := svc.NewSession(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the Chubby cell at %s: %w", cf.chubby, err)
+	}
+	return s, nil
+}
+
+// runTable manages tables through the active master.
+func runTable(args []string, env Env) int {
+	usage := "usage: cellar table create [-splits a,b] NAME FAMILY...   |   cellar table ls"
+	if len(args) == 0 || (args[0] != "create" && args[0] != "ls") {
+		fmt.Fprintln(env.Stderr, usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("table "+args[0], flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var cf clusterFlags
+	cf.register(fs)
+	splits := fs.String("splits", "", "rows at which the table's tablets start, comma-separated")
+	pos, err := parseFlags(fs, args[1:], env, "CELLAR")
+	if err != nil {
+		return 2
+	}
+	if (args[0] == "create" && len(pos) < 2) || (args[0] == "ls" && len(pos) > 0) {
+		fmt.Fprintln(env.Stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	name := "table " + args[0]
+	sess, err := cf.session(ctx)
+	if err != nil {
+		return fail(env, name, err)
+	}
+	defer sess.Close(context.Background())
+	addr, ok, err := sess.ReadFile(ctx, "/ls/local/cellar/master")
+	if err == nil && !ok {
+		err = fmt.Errorf("no master has run in this cell yet")
+	}
+	if err != nil {
+		return fail(env, name, fmt.Errorf("find the master: %w", err))
+	}
+	cc, err := grpc.NewClient("passthrough:///"+string(addr), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fail(env, name, err)
+	}
+	defer cc.Close()
+	m := masterpb.NewMasterClient(cc)
+	switch args[0] {
+	case "create":
+		var schema model.Schema
+		for _, f := range pos[1:] {
+			schema.Families = append(schema.Families, model.Family{Name: f})
+		}
+		js, _ := json.Marshal(schema)
+		var sp [][]byte
+		for _, s := range splitList(*splits) {
+			sp = append(sp, []byte(s))
+		}
+		if _, err := m.CreateTable(ctx, &masterpb.CreateTableRequest{Table: pos[0], Schema: js, Splits: sp}); err != nil {
+			return fail(env, name, err)
+		}
+		fmt.Fprintf(env.Stdout, "created table %s\n", pos[0])
+	case "ls":
+		resp, err := m.ListTables(ctx, &masterpb.ListTablesRequest{})
+		if err != nil {
+			return fail(env, name, err)
+		}
+		for _, t := range resp.Tables {
+			var schema model.Schema
+			json.Unmarshal(t.Schema, &schema)
+			var fams []string
+			for _, f := range schema.Families {
+				fams = append(fams, f.Name)
+			}
+			fmt.Fprintf(env.Stdout, "%s\t%s\n", t.Name, strings.Join(fams, ","))
+		}
+	}
+	return 0
+}
+
+// runKV reads and writes rows through the client library.
+func runKV(args []string, env Env) int {
+	usage := "usage: cellar kv put TABLE ROW FAMILY:QUALIFIER VALUE | get TABLE ROW | scan [-start R] [-end R] [-limit N] TABLE"
+	want := map[string]int{"put": 4, "get": 2, "scan": 1}
+	if len(args) == 0 || want[args[0]] == 0 {
+		fmt.Fprintln(env.Stderr, usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("kv "+args[0], flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var cf clusterFlags
+	cf.register(fs)
+	start := fs.String("start", "", "scan: first row")
+	end := fs.String("end", "", "scan: row to stop before (default: the table's end)")
+	limit := fs.Int64("limit", 0, "scan: most rows (0: all)")
+	pos, err := parseFlags(fs, args[1:], env, "CELLAR")
+	if err != nil {
+		return 2
+	}
+	if len(pos) != want[args[0]] {
+		fmt.Fprintln(env.Stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	name := "kv " + args[0]
+	sess, err := cf.session(ctx)
+	if err != nil {
+		return fail(env, name, err)
+	}
+	defer sess.Close(context.Background())
+	kv := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
+	defer kv.Close()
+	printRow := func(r model.Row) {
+		for _, c := range r.Cells {
+			fmt.Fprintf(env.Stdout, "%s\t%s:%s\t@%d\t%s\n", r.Key, c.Family, c.Qualifier, c.Timestamp, c.Value)
+		}
+	}
+	switch args[0] {
+	case "put":
+		family, qualifier, ok := strings.Cut(pos[2], ":")
+		if !ok {
+			return fail(env, name, fmt.Errorf("column %q is not FAMILY:QUALIFIER", pos[2]))
+		}
+		err = kv.Apply(ctx, pos[0], &model.RowMutation{Row: []byte(pos[1]), Mutations: []model.Mutation{
+			model.SetCell(family, []byte(qualifier), model.ServerTimestamp, []byte(pos[3]))}})
+	case "get":
+		var row model.Row
+		var found bool
+		row, found, err = kv.ReadRow(ctx, pos[0], []byte(pos[1]), kvclient.Filter{})
+		if err == nil && !found {
+			return fail(env, name, fmt.Errorf("row %q of %s not found", pos[1], pos[0]))
+		}
+		if err == nil {
+			printRow(row)
+		}
+	case "scan":
+		sc := kv.Scan(ctx, pos[0], model.RowRange{Start: []byte(*start), End: []byte(*end)}, kvclient.Filter{}, *limit)
+		for sc.Next() {
+			printRow(sc.Row())
+		}
+		err = sc.Err()
+	}
+	if err != nil {
+		return fail(env, name, err)
+	}
+	return 0
+}
