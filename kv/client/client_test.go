@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	. "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tablet"
@@ -288,7 +289,7 @@ func TestScanResumesAcrossChunks(t *testing.T) {
 	cl := newCluster(t)
 	c := ctx(t)
 	var ms []*model.RowMutation
-	for i := 0; i < 2*scanChunk+17; i++ {
+	for i := 0; i < 2*1000+17; i++ { // past two calls of the scanner (1,000 rows each)
 		ms = append(ms, set(fmt.Sprintf("a%05d", i), "v"))
 	}
 	for i, err := range cl.c.ApplyBulk(c, "t", ms) {

@@ -51,6 +51,9 @@ type Options struct {
 	// SplitSize is the size at which a tablet splits in two. Zero turns
 	// automatic splits off.
 	SplitSize int64
+	// KeepWhole, if set, names tablets that never split automatically
+	// (the root tablet of METADATA).
+	KeepWhole func(table string, r model.RowRange) bool
 
 	// LogSegmentSize is the size of commit log segments.
 	LogSegmentSize int64

@@ -342,6 +342,9 @@ func (s *Store) maybeSplit(ctx context.Context, t *Tablet) {
 	if s.opts.SplitSize <= 0 || t.retired.Load() || t.Size() < uint64(s.opts.SplitSize) {
 		return
 	}
+	if s.opts.KeepWhole != nil && s.opts.KeepWhole(t.table, t.rng) {
+		return
+	}
 	key, ok := t.splitKey()
 	if !ok {
 		return

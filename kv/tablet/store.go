@@ -1016,7 +1016,11 @@ func (s *Store) runFlush(ctx context.Context, t *Tablet) {
 	}
 	if err := t.flushFrozen(ctx); err != nil {
 		s.backgroundError(t, err)
+		return
 	}
+	// A tablet filled in key order grows by flushes alone: its files do
+	// not overlap, so no compaction (after which splits are checked) runs.
+	s.maybeSplit(ctx, t)
 }
 
 func (s *Store) backgroundError(t *Tablet, err error) {

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/tablet"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	// OnFatal is called once, from the server's own goroutine, when the
 	// server must stop for good (its file is gone).
 	OnFatal func(error)
+	// Meta, if set, is the client through which the server records its
+	// splits in METADATA (the store's Events.Split must call SplitHook).
+	Meta *client.Client
 }
 
 func (o Options) withDefaults() Options {
@@ -100,14 +104,15 @@ type Server struct {
 	lock Lock
 	dead atomic.Bool
 
-	stop chan struct{}
-	wg   sync.WaitGroup
-	grpc *grpc.Server
+	stop   chan struct{}
+	splits chan [2]uint64
+	wg     sync.WaitGroup
+	grpc   *grpc.Server
 }
 
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
-	return &Server{opts: opts.withDefaults(), stop: make(chan struct{})}
+	return &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen)}
 }
 
 // Path is the server's file in the lock service.
@@ -128,6 +133,10 @@ func (s *Server) Open(ctx context.Context) error {
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go s.watch(l)
+	if s.opts.Meta != nil {
+		s.wg.Add(1)
+		go s.recordSplits()
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/cellardb/cellar/coord/cell"
 	"github.com/cellardb/cellar/coord/client"
+	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/masterpb"
@@ -58,8 +60,15 @@ func runDemo(args []string, env Env) int {
 	if err := os.MkdirAll(storeDir, 0o755); err != nil {
 		return fail(env, "demo", err)
 	}
+	var srvRef atomic.Pointer[tabletserver.Server]
 	store := tablet.New(dfs.NewLocal(storeDir), "", tablet.Options{
+		SplitSize: 128 << 20, KeepWhole: tabletserver.KeepWhole,
 		Events: tablet.Events{
+			Split: func(p uint64, c [2]uint64, k []byte) {
+				if s := srvRef.Load(); s != nil {
+					s.SplitHook(p, c, k)
+				}
+			},
 			BackgroundError: func(id uint64, err error) {
 				fmt.Fprintf(env.Stderr, "tablet %d: background work failed (will retry): %v\n", id, err)
 			},
@@ -82,7 +91,7 @@ func runDemo(args []string, env Env) int {
 		store.Close(context.Background())
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, store, cellReplicas, *tsAddr, *masterAddr, env)
+	roles, err := startDemoRoles(ctx, store, &srvRef, cellReplicas, *tsAddr, *masterAddr, env)
 	if err != nil {
 		ln.Close()
 		store.Close(context.Background())
@@ -239,12 +248,14 @@ type demoRoles struct {
 	sess       *coordlock.Session // the master's
 	admin      *grpc.Server
 	masterAddr string
+	tsSess     *coordlock.Session // the tablet server's, for its METADATA client
+	meta       *kvclient.Client
 }
 
 // startDemoRoles registers the demo's tablet server in the cell and starts
 // the master, both as clients of the cell over loopback, as the separate
 // processes would be.
-func startDemoRoles(ctx context.Context, store *tablet.Store, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, store *tablet.Store, srvRef *atomic.Pointer[tabletserver.Server], replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -262,10 +273,20 @@ func startDemoRoles(ctx context.Context, store *tablet.Store, replicas []*cell.R
 	// A new name each run: a previous run's file may still be locked by its
 	// lapsing session; the master buries it once the session is gone.
 	id := fmt.Sprintf("demo-%d", time.Now().Unix())
-	ts := tabletserver.New(tabletserver.Options{ID: id, Addr: ln.Addr().String(), Store: store, Logf: logf,
-		Coord: coordlock.ForTabletServer{Service: svc("tabletserver:" + id)}})
+	tsSvc := svc("tabletserver:" + id)
+	tsSess, err := tsSvc.NewSession(openCtx)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	meta := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: tsSess}})
+	ts := tabletserver.New(tabletserver.Options{ID: id, Addr: ln.Addr().String(), Store: store, Logf: logf, Meta: meta,
+		Coord: coordlock.ForTabletServer{Service: tsSvc}})
+	srvRef.Store(ts)
 	if err := ts.Open(openCtx); err != nil {
 		ln.Close()
+		meta.Close()
+		tsSess.Close(context.Background())
 		return nil, err
 	}
 	go ts.Serve(ln)
@@ -292,12 +313,15 @@ func startDemoRoles(ctx context.Context, store *tablet.Store, replicas []*cell.R
 	admin := grpc.NewServer()
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(mln)
-	return &demoRoles{ts: ts, tsAddr: ln.Addr().String(), master: m, sess: sess, admin: admin, masterAddr: mln.Addr().String()}, nil
+	return &demoRoles{ts: ts, tsAddr: ln.Addr().String(), master: m, sess: sess, admin: admin, masterAddr: mln.Addr().String(),
+		tsSess: tsSess, meta: meta}, nil
 }
 
 func (r *demoRoles) close(ctx context.Context) error {
 	r.admin.Stop()
-	return errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.ts.Close(ctx))
+	err := errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.ts.Close(ctx))
+	r.meta.Close()
+	return errors.Join(err, r.tsSess.Close(ctx))
 }
 
 func statusHandler(store *tablet.Store, replicas []*cell.Replica, m *master.Master, version string) http.Handler {

@@ -10,10 +10,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cellardb/cellar/coord/client"
+	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/kv/tabletserver"
@@ -33,6 +35,7 @@ func runTabletServer(args []string, env Env) int {
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
+	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
 		return 2
@@ -51,9 +54,16 @@ func runTabletServer(args []string, env Env) int {
 		return fail(env, "tabletserver", err)
 	}
 	logf := stampedLog(env)
-	store := tablet.New(dfs.NewLocal(*data), "", tablet.Options{Events: tablet.Events{
-		BackgroundError: func(id uint64, err error) { logf("tablet %d: background work failed (will retry): %v", id, err) },
-	}})
+	var srvRef atomic.Pointer[tabletserver.Server]
+	store := tablet.New(dfs.NewLocal(*data), "", tablet.Options{SplitSize: *splitSize, KeepWhole: tabletserver.KeepWhole,
+		Events: tablet.Events{
+			BackgroundError: func(id uint64, err error) { logf("tablet %d: background work failed (will retry): %v", id, err) },
+			Split: func(p uint64, c [2]uint64, k []byte) {
+				if s := srvRef.Load(); s != nil {
+					s.SplitHook(p, c, k)
+				}
+			},
+		}})
 	if err := store.Open(ctx); err != nil {
 		return fail(env, "tabletserver", fmt.Errorf("open %s: %w", *data, err))
 	}
@@ -67,12 +77,23 @@ func runTabletServer(args []string, env Env) int {
 		addr = ln.Addr().String()
 	}
 	fatal := make(chan error, 1)
+	svc := &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby), Principal: "tabletserver:" + *id, Secret: *secret}}
+	sessCtx, cancelSess := context.WithTimeout(ctx, 60*time.Second)
+	sess, err := svc.NewSession(sessCtx)
+	cancelSess()
+	if err != nil {
+		ln.Close()
+		return fail(env, "tabletserver", fmt.Errorf("connect to the Chubby cell at %s: %w", *chubby, err))
+	}
+	defer sess.Close(context.Background())
+	meta := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
+	defer meta.Close()
 	srv := tabletserver.New(tabletserver.Options{
-		ID: *id, Addr: addr, Store: store, Logf: logf,
-		Coord: coordlock.ForTabletServer{Service: &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby),
-			Principal: "tabletserver:" + *id, Secret: *secret}}},
+		ID: *id, Addr: addr, Store: store, Logf: logf, Meta: meta,
+		Coord:   coordlock.ForTabletServer{Service: svc},
 		OnFatal: func(err error) { fatal <- err },
 	})
+	srvRef.Store(srv)
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	err = srv.Open(openCtx)
 	cancel()
