@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	. "github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tablet"
@@ -51,7 +51,7 @@ func startServer(t *testing.T, name string, tables map[string][][]byte, schema m
 	}
 	for name, splits := range tables {
 		s := schema
-		if name == MetaTable {
+		if name == client.MetaTable {
 			s = model.MetaSchema()
 		}
 		if err := store.CreateTable(ctx, name, s, splits); err != nil {
@@ -80,7 +80,7 @@ func describe(t *testing.T, meta *server, d model.TabletDescriptor) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := meta.store.Apply(context.Background(), MetaTable, m); err != nil {
+	if err := meta.store.Apply(context.Background(), client.MetaTable, m); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -98,7 +98,7 @@ type cluster struct {
 	meta, a, b *server
 	root       *rootFile
 	calls      atomic.Int32 // RPCs the client made
-	c          *Client
+	c          *client.Client
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -106,7 +106,7 @@ func newCluster(t *testing.T) *cluster {
 	userKey := model.MetaKey("t", []byte("p"))
 	cl := &cluster{
 		// METADATA: the root tablet, one tablet up to t's row for "p", one after.
-		meta: startServer(t, "meta", map[string][][]byte{MetaTable: {model.MetaRootEnd, append(userKey, 0)}}, schema),
+		meta: startServer(t, "meta", map[string][][]byte{client.MetaTable: {model.MetaRootEnd, append(userKey, 0)}}, schema),
 		a:    startServer(t, "a", map[string][][]byte{"t": {[]byte("g"), []byte("p")}}, schema),
 		b:    startServer(t, "b", map[string][][]byte{"t": {[]byte("g"), []byte("p")}}, schema),
 	}
@@ -125,7 +125,7 @@ func newCluster(t *testing.T) *cluster {
 		cl.calls.Add(1)
 		return s(ctx, desc, cc, method, opts...)
 	}
-	cl.c = New(Options{Root: cl.root, Prefetch: 2, DialOptions: []grpc.DialOption{
+	cl.c = client.New(client.Options{Root: cl.root, Prefetch: 2, DialOptions: []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(count), grpc.WithChainStreamInterceptor(countStream)}})
 	t.Cleanup(func() { cl.c.Close() })
 	return cl
@@ -193,12 +193,12 @@ func TestOperationsAcrossTablets(t *testing.T) {
 		t.Fatalf("the bad entry: %v", errs[26])
 	}
 
-	row, found, err := cl.c.ReadRow(c, "t", []byte("q"), Filter{})
+	row, found, err := cl.c.ReadRow(c, "t", []byte("q"), client.Filter{})
 	if err != nil || !found || string(row.Cells[0].Value) != "16" {
 		t.Fatalf("ReadRow: %v %v %v", row, found, err)
 	}
 	// A scan over all three tablets, with a limit and a value filter.
-	sc := cl.c.Scan(c, "t", model.RowRange{Start: []byte("e")}, Filter{ValueRegex: "[0-9]+"}, 8)
+	sc := cl.c.Scan(c, "t", model.RowRange{Start: []byte("e")}, client.Filter{ValueRegex: "[0-9]+"}, 8)
 	var keys []string
 	for sc.Next() {
 		keys = append(keys, string(sc.Row().Key))
@@ -206,7 +206,7 @@ func TestOperationsAcrossTablets(t *testing.T) {
 	if sc.Err() != nil || strings.Join(keys, "") != "efghijkl" {
 		t.Fatalf("scan: %v %v", keys, sc.Err())
 	}
-	sc = cl.c.Scan(c, "t", model.RowRange{Start: []byte("f"), End: []byte("r")}, Filter{}, 0)
+	sc = cl.c.Scan(c, "t", model.RowRange{Start: []byte("f"), End: []byte("r")}, client.Filter{}, 0)
 	keys = nil
 	for sc.Next() {
 		keys = append(keys, string(sc.Row().Key))
@@ -215,16 +215,16 @@ func TestOperationsAcrossTablets(t *testing.T) {
 		t.Fatalf("bounded scan: %v %v", keys, sc.Err())
 	}
 
-	cells, err := cl.c.ReadModifyWrite(c, "t", []byte("n"), []ReadModifyWriteRule{{Family: "f", Qualifier: []byte("n"), Increment: 7}})
+	cells, err := cl.c.ReadModifyWrite(c, "t", []byte("n"), []client.ReadModifyWriteRule{{Family: "f", Qualifier: []byte("n"), Increment: 7}})
 	if err != nil || binary.BigEndian.Uint64(cells[0].Value) != 7 {
 		t.Fatalf("ReadModifyWrite: %v %v", cells, err)
 	}
-	ok, err := cl.c.CheckAndMutate(c, "t", []byte("n"), Filter{QualifierRegex: "n"},
+	ok, err := cl.c.CheckAndMutate(c, "t", []byte("n"), client.Filter{QualifierRegex: "n"},
 		[]model.Mutation{model.DeleteRow()}, nil)
 	if err != nil || !ok {
 		t.Fatalf("CheckAndMutate: %v %v", ok, err)
 	}
-	if _, found, _ := cl.c.ReadRow(c, "t", []byte("n"), Filter{}); found {
+	if _, found, _ := cl.c.ReadRow(c, "t", []byte("n"), client.Filter{}); found {
 		t.Fatal("the row survived CheckAndMutate's DeleteRow")
 	}
 	if err := cl.c.Apply(c, "nosuch", set("a", "1")); err == nil || !strings.Contains(err.Error(), "nosuch") {
@@ -260,7 +260,7 @@ func TestStaleLocationIsRelocated(t *testing.T) {
 	if err := cl.c.Apply(c, "t", set("z", "3")); err != nil {
 		t.Fatal(err)
 	}
-	sc := cl.c.Scan(c, "t", model.RowRange{}, Filter{}, 0)
+	sc := cl.c.Scan(c, "t", model.RowRange{}, client.Filter{}, 0)
 	var keys []string
 	for sc.Next() {
 		keys = append(keys, string(sc.Row().Key))
@@ -297,7 +297,7 @@ func TestScanResumesAcrossChunks(t *testing.T) {
 			t.Fatalf("entry %d: %v", i, err)
 		}
 	}
-	sc := cl.c.Scan(c, "t", model.RowRange{}, Filter{}, 0)
+	sc := cl.c.Scan(c, "t", model.RowRange{}, client.Filter{}, 0)
 	n := 0
 	for sc.Next() {
 		if want := fmt.Sprintf("a%05d", n); string(sc.Row().Key) != want {
