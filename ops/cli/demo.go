@@ -106,11 +106,16 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "  data:    %s (%d tables, %d tablets)\n", *data, len(store.Tables()), len(st.Tablets))
 	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/healthz, /readyz)\n", ln.Addr())
 	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
-	fmt.Fprintf(env.Stdout, "           try: cellar lock ls -addr %s /ls/local/\n", cellReplicas[0].ClientAddr())
+	lockFlag, chubbyFlag := "", ""
+	if a := cellReplicas[0].ClientAddr(); a != DefaultChubbyAddr {
+		lockFlag, chubbyFlag = "-addr "+a+" ", "-chubby "+a+" "
+	}
+	fmt.Fprintf(env.Stdout, "           try: cellar lock ls %s/ls/local/\n", lockFlag)
 	fmt.Fprintf(env.Stdout, "  tablet server: on %s, registered as %s\n", roles.tsAddr, roles.ts.Path())
 	fmt.Fprintf(env.Stdout, "  master:  active, admin RPCs on %s; http://%s/servers lists the tablet servers\n", roles.masterAddr, ln.Addr())
-	fmt.Fprintf(env.Stdout, "           try: cellar table create -chubby %s users profile\n", cellReplicas[0].ClientAddr())
-	fmt.Fprintf(env.Stdout, "                cellar kv put -chubby %s users alice profile:name Alice\n", cellReplicas[0].ClientAddr())
+	fmt.Fprintf(env.Stdout, "           try: cellar table create %susers profile\n", chubbyFlag)
+	fmt.Fprintf(env.Stdout, "                cellar kv put %susers alice profile:name Alice\n", chubbyFlag)
+	fmt.Fprintf(env.Stdout, "                cellar kv scan %susers\n", chubbyFlag)
 	fmt.Fprintln(env.Stdout, "  not yet: moving tablets between servers, the SQL gateway (psql on 127.0.0.1:5433)")
 	fmt.Fprintln(env.Stdout, "           and the Bigtable API (127.0.0.1:8086); they arrive with later issues.")
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
