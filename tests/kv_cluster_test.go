@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -19,6 +20,7 @@ import (
 	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
+	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/kv/tabletserver"
@@ -157,7 +159,8 @@ func TestSplitsAreRecordedInMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := tabletserver.New(tabletserver.Options{ID: "ts1", Addr: ln.Addr().String(), Store: store, Meta: meta,
-		Coord: coordlock.ForTabletServer{Service: svc("ts1")}})
+		ReportSplit: master.SplitReporter(tsSess.MasterAddr("")),
+		Coord:       coordlock.ForTabletServer{Service: svc("ts1")}})
 	srv.Store(ts)
 	if err := ts.Open(ctx); err != nil {
 		t.Fatal(err)
@@ -171,12 +174,24 @@ func TestSplitsAreRecordedInMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close(context.Background())
-	m := master.New(master.Options{Addr: "in-process", Coord: coordlock.ForMaster{Service: msvc, Session: sess}, ScanInterval: 50 * time.Millisecond})
+	// The master scans once at start and then rarely: only the split
+	// reports can tell it of the splits in time.
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, ScanInterval: time.Hour})
 	if err := m.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
-	eventually(t, "the master to see the server", func() bool { return len(m.Servers()) == 1 })
+	admin := grpc.NewServer()
+	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
+	go admin.Serve(mln)
+	defer admin.Stop()
+	if len(m.Servers()) != 1 {
+		t.Fatalf("the master sees %d servers", len(m.Servers()))
+	}
 	if err := m.CreateTable(ctx, "big", model.Schema{Families: []model.Family{{Name: "f"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +246,15 @@ func TestSplitsAreRecordedInMetadata(t *testing.T) {
 			got = append(got, model.RowRange{Start: d.Start, End: d.End})
 		}
 		return sc.Err() == nil && fmt.Sprint(got) == fmt.Sprint(tabletsOf())
+	})
+	eventually(t, "the master to hear of the splits", func() bool {
+		n := 0
+		for _, tb := range m.Servers()[0].Tablets {
+			if tb.Table == "big" {
+				n++
+			}
+		}
+		return n == len(tabletsOf())
 	})
 	cold := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
 	defer cold.Close()

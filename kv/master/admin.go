@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/cellardb/cellar/kv/masterpb"
@@ -53,4 +56,54 @@ func asStatus(err error) error {
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	}
 	return status.Error(codes.Unavailable, err.Error())
+}
+
+// ReportSplit implements masterpb.MasterServer: the master refreshes its
+// view of the reporting server's tablets at once instead of at its next
+// scan.
+func (a AdminServer) ReportSplit(ctx context.Context, req *masterpb.ReportSplitRequest) (*masterpb.ReportSplitResponse, error) {
+	a.M.mu.Lock()
+	s := a.M.servers[req.Server]
+	a.M.mu.Unlock()
+	if s == nil {
+		return nil, status.Errorf(codes.NotFound, "server %q is not live", req.Server)
+	}
+	tablets, err := a.M.listTablets(ctx, s.Addr)
+	if err != nil {
+		return nil, asStatus(err)
+	}
+	a.M.mu.Lock()
+	if cur := a.M.servers[req.Server]; cur != nil {
+		cur.Tablets = tablets
+	}
+	a.M.mu.Unlock()
+	a.M.opts.Logf("master: server %s split a tablet of %q at %q", req.Server, req.Table, req.Split)
+	return &masterpb.ReportSplitResponse{}, nil
+}
+
+// SplitReporter returns what a tablet server calls after it recorded a
+// split: it finds the active master through masterAddr and reports the
+// split. A lost report is harmless; the master's scan finds the split.
+func SplitReporter(masterAddr func(context.Context) (string, error)) func(ctx context.Context, server, table string, lower, upper model.RowRange) error {
+	var mu sync.Mutex
+	conns := map[string]*grpc.ClientConn{}
+	return func(ctx context.Context, server, table string, lower, upper model.RowRange) error {
+		addr, err := masterAddr(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		cc := conns[addr]
+		if cc == nil {
+			if cc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+				mu.Unlock()
+				return err
+			}
+			conns[addr] = cc
+		}
+		mu.Unlock()
+		_, err = masterpb.NewMasterClient(cc).ReportSplit(ctx, &masterpb.ReportSplitRequest{Server: server, Table: table,
+			LowerStart: lower.Start, Split: upper.Start, UpperEnd: upper.End})
+		return err
+	}
 }

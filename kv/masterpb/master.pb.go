@@ -202,6 +202,119 @@ func (x *ListTablesResponse) GetTables() []*ListTablesResponse_Table {
 	return nil
 }
 
+type ReportSplitRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Server string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Table  string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// The halves: [lower_start, split) and [split, upper_end).
+	LowerStart    []byte `protobuf:"bytes,3,opt,name=lower_start,json=lowerStart,proto3" json:"lower_start,omitempty"`
+	Split         []byte `protobuf:"bytes,4,opt,name=split,proto3" json:"split,omitempty"`
+	UpperEnd      []byte `protobuf:"bytes,5,opt,name=upper_end,json=upperEnd,proto3" json:"upper_end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportSplitRequest) Reset() {
+	*x = ReportSplitRequest{}
+	mi := &file_master_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportSplitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportSplitRequest) ProtoMessage() {}
+
+func (x *ReportSplitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportSplitRequest.ProtoReflect.Descriptor instead.
+func (*ReportSplitRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ReportSplitRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ReportSplitRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ReportSplitRequest) GetLowerStart() []byte {
+	if x != nil {
+		return x.LowerStart
+	}
+	return nil
+}
+
+func (x *ReportSplitRequest) GetSplit() []byte {
+	if x != nil {
+		return x.Split
+	}
+	return nil
+}
+
+func (x *ReportSplitRequest) GetUpperEnd() []byte {
+	if x != nil {
+		return x.UpperEnd
+	}
+	return nil
+}
+
+type ReportSplitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportSplitResponse) Reset() {
+	*x = ReportSplitResponse{}
+	mi := &file_master_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportSplitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportSplitResponse) ProtoMessage() {}
+
+func (x *ReportSplitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportSplitResponse.ProtoReflect.Descriptor instead.
+func (*ReportSplitResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{5}
+}
+
 type ListTablesResponse_Table struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -212,7 +325,7 @@ type ListTablesResponse_Table struct {
 
 func (x *ListTablesResponse_Table) Reset() {
 	*x = ListTablesResponse_Table{}
-	mi := &file_master_proto_msgTypes[4]
+	mi := &file_master_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +337,7 @@ func (x *ListTablesResponse_Table) String() string {
 func (*ListTablesResponse_Table) ProtoMessage() {}
 
 func (x *ListTablesResponse_Table) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[4]
+	mi := &file_master_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,11 +382,20 @@ const file_master_proto_rawDesc = "" +
 	"\x06tables\x18\x01 \x03(\v2'.cellar.master.ListTablesResponse.TableR\x06tables\x1a3\n" +
 	"\x05Table\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06schema\x18\x02 \x01(\fR\x06schema2\xb1\x01\n" +
+	"\x06schema\x18\x02 \x01(\fR\x06schema\"\x96\x01\n" +
+	"\x12ReportSplitRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1f\n" +
+	"\vlower_start\x18\x03 \x01(\fR\n" +
+	"lowerStart\x12\x14\n" +
+	"\x05split\x18\x04 \x01(\fR\x05split\x12\x1b\n" +
+	"\tupper_end\x18\x05 \x01(\fR\bupperEnd\"\x15\n" +
+	"\x13ReportSplitResponse2\x87\x02\n" +
 	"\x06Master\x12T\n" +
 	"\vCreateTable\x12!.cellar.master.CreateTableRequest\x1a\".cellar.master.CreateTableResponse\x12Q\n" +
 	"\n" +
-	"ListTables\x12 .cellar.master.ListTablesRequest\x1a!.cellar.master.ListTablesResponseB(Z&github.com/cellardb/cellar/kv/masterpbb\x06proto3"
+	"ListTables\x12 .cellar.master.ListTablesRequest\x1a!.cellar.master.ListTablesResponse\x12T\n" +
+	"\vReportSplit\x12!.cellar.master.ReportSplitRequest\x1a\".cellar.master.ReportSplitResponseB(Z&github.com/cellardb/cellar/kv/masterpbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -287,22 +409,26 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_master_proto_goTypes = []any{
 	(*CreateTableRequest)(nil),       // 0: cellar.master.CreateTableRequest
 	(*CreateTableResponse)(nil),      // 1: cellar.master.CreateTableResponse
 	(*ListTablesRequest)(nil),        // 2: cellar.master.ListTablesRequest
 	(*ListTablesResponse)(nil),       // 3: cellar.master.ListTablesResponse
-	(*ListTablesResponse_Table)(nil), // 4: cellar.master.ListTablesResponse.Table
+	(*ReportSplitRequest)(nil),       // 4: cellar.master.ReportSplitRequest
+	(*ReportSplitResponse)(nil),      // 5: cellar.master.ReportSplitResponse
+	(*ListTablesResponse_Table)(nil), // 6: cellar.master.ListTablesResponse.Table
 }
 var file_master_proto_depIdxs = []int32{
-	4, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
+	6, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
 	0, // 1: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
 	2, // 2: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
-	1, // 3: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
-	3, // 4: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
-	3, // [3:5] is the sub-list for method output_type
-	1, // [1:3] is the sub-list for method input_type
+	4, // 3: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
+	1, // 4: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
+	3, // 5: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
+	5, // 6: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
+	4, // [4:7] is the sub-list for method output_type
+	1, // [1:4] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
 	1, // [1:1] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
@@ -319,7 +445,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Master_CreateTable_FullMethodName = "/cellar.master.Master/CreateTable"
 	Master_ListTables_FullMethodName  = "/cellar.master.Master/ListTables"
+	Master_ReportSplit_FullMethodName = "/cellar.master.Master/ReportSplit"
 )
 
 // MasterClient is the client API for Master service.
@@ -32,6 +33,9 @@ const (
 type MasterClient interface {
 	CreateTable(ctx context.Context, in *CreateTableRequest, opts ...grpc.CallOption) (*CreateTableResponse, error)
 	ListTables(ctx context.Context, in *ListTablesRequest, opts ...grpc.CallOption) (*ListTablesResponse, error)
+	// ReportSplit tells the master that a server split a tablet and
+	// recorded both halves in METADATA.
+	ReportSplit(ctx context.Context, in *ReportSplitRequest, opts ...grpc.CallOption) (*ReportSplitResponse, error)
 }
 
 type masterClient struct {
@@ -62,12 +66,25 @@ func (c *masterClient) ListTables(ctx context.Context, in *ListTablesRequest, op
 	return out, nil
 }
 
+func (c *masterClient) ReportSplit(ctx context.Context, in *ReportSplitRequest, opts ...grpc.CallOption) (*ReportSplitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportSplitResponse)
+	err := c.cc.Invoke(ctx, Master_ReportSplit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
 type MasterServer interface {
 	CreateTable(context.Context, *CreateTableRequest) (*CreateTableResponse, error)
 	ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error)
+	// ReportSplit tells the master that a server split a tablet and
+	// recorded both halves in METADATA.
+	ReportSplit(context.Context, *ReportSplitRequest) (*ReportSplitResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -83,6 +100,9 @@ func (UnimplementedMasterServer) CreateTable(context.Context, *CreateTableReques
 }
 func (UnimplementedMasterServer) ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTables not implemented")
+}
+func (UnimplementedMasterServer) ReportSplit(context.Context, *ReportSplitRequest) (*ReportSplitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportSplit not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -141,6 +161,24 @@ func _Master_ListTables_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_ReportSplit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportSplitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).ReportSplit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_ReportSplit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).ReportSplit(ctx, req.(*ReportSplitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -155,6 +193,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTables",
 			Handler:    _Master_ListTables_Handler,
+		},
+		{
+			MethodName: "ReportSplit",
+			Handler:    _Master_ReportSplit_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

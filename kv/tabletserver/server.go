@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tablet"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
@@ -64,6 +65,10 @@ type Options struct {
 	// Meta, if set, is the client through which the server records its
 	// splits in METADATA (the store's Events.Split must call SplitHook).
 	Meta *client.Client
+	// ReportSplit, if set, tells the master of a split once it is in
+	// METADATA. A failed report is only logged: the master's scan of the
+	// servers' tablets finds the split anyway.
+	ReportSplit func(ctx context.Context, server, table string, lower, upper model.RowRange) error
 }
 
 func (o Options) withDefaults() Options {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/kv/tablet"
 )
 
 // Splits (Bigtable §5.1): the store splits a tablet that has grown past
@@ -18,8 +19,9 @@ import (
 //
 // Between the two writes, the parent's row still covers the upper half
 // with the old start, which is harmless: this server serves both halves.
-// The master learns of the split at its next scan of the servers'
-// tablets, which also catches a split whose METADATA write failed.
+// Then the server reports the split to the master (Options.ReportSplit).
+// A lost report is harmless too: the master's next scan of the servers'
+// tablets finds the split.
 
 // splitQueueLen bounds the splits waiting to be recorded.
 const splitQueueLen = 1024
@@ -48,19 +50,34 @@ func (s *Server) recordSplits() {
 		case <-s.stop:
 			return
 		case children := <-s.splits:
-			for _, id := range children {
-				s.recordTablet(id)
+			var halves [2]model.RowRange
+			table := ""
+			recorded := true
+			for i, id := range children {
+				t, ok := s.recordTablet(id)
+				if !ok {
+					recorded = false
+					continue
+				}
+				halves[i], table = t.Range(), t.Table()
+			}
+			if recorded && s.opts.ReportSplit != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := s.opts.ReportSplit(ctx, s.opts.ID, table, halves[0], halves[1]); err != nil {
+					s.opts.Logf("tabletserver %s: report a split of %q to the master (its scan will find it): %v", s.opts.ID, table, err)
+				}
+				cancel()
 			}
 		}
 	}
 }
 
 // recordTablet writes a tablet's METADATA row, retrying until it succeeds
-// or the server stops.
-func (s *Server) recordTablet(id uint64) {
+// or the server stops. It reports the tablet and whether it recorded it.
+func (s *Server) recordTablet(id uint64) (*tablet.Tablet, bool) {
 	t, err := s.opts.Store.Tablet(id)
 	if err != nil {
-		return // split or merged again since; a later event records it
+		return nil, false // split or merged again since; a later event records it
 	}
 	r := t.Range()
 	d := model.TabletDescriptor{Table: t.Table(), Start: r.Start, End: r.End, Server: s.opts.ID, Addr: s.opts.Addr}
@@ -70,19 +87,19 @@ func (s *Server) recordTablet(id uint64) {
 	m, err := d.Mutation(model.ServerTimestamp)
 	if err != nil {
 		s.opts.Logf("tabletserver %s: tablet %d: %v", s.opts.ID, id, err)
-		return
+		return nil, false
 	}
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := s.opts.Meta.Apply(ctx, client.MetaTable, m)
 		cancel()
 		if err == nil {
-			return
+			return t, true
 		}
 		s.opts.Logf("tabletserver %s: record tablet %d in METADATA (will retry): %v", s.opts.ID, id, err)
 		select {
 		case <-s.stop:
-			return
+			return nil, false
 		case <-time.After(backoff):
 		}
 	}

@@ -286,7 +286,8 @@ func startDemoRoles(ctx context.Context, store *tablet.Store, srvRef *atomic.Poi
 	}
 	meta := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: tsSess}})
 	ts := tabletserver.New(tabletserver.Options{ID: id, Addr: ln.Addr().String(), Store: store, Logf: logf, Meta: meta,
-		Coord: coordlock.ForTabletServer{Service: tsSvc}})
+		ReportSplit: master.SplitReporter(tsSess.MasterAddr("")),
+		Coord:       coordlock.ForTabletServer{Service: tsSvc}})
 	srvRef.Store(ts)
 	if err := ts.Open(openCtx); err != nil {
 		ln.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/cellardb/cellar/coord/client"
 	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
+	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/kv/tabletserver"
 	"github.com/cellardb/cellar/ops/coordlock"
@@ -89,7 +90,7 @@ func runTabletServer(args []string, env Env) int {
 	meta := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
 	defer meta.Close()
 	srv := tabletserver.New(tabletserver.Options{
-		ID: *id, Addr: addr, Store: store, Logf: logf, Meta: meta,
+		ID: *id, Addr: addr, Store: store, Logf: logf, Meta: meta, ReportSplit: master.SplitReporter(sess.MasterAddr("")),
 		Coord:   coordlock.ForTabletServer{Service: svc},
 		OnFatal: func(err error) { fatal <- err },
 	})

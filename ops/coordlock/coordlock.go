@@ -384,3 +384,18 @@ func (r RootFile) Root(ctx context.Context) (string, error) {
 	}
 	return string(data), nil
 }
+
+// MasterAddr returns a function that reads the active master's address
+// from its lock file (default /ls/local/cellar/master).
+func (s *Session) MasterAddr(path string) func(context.Context) (string, error) {
+	if path == "" {
+		path = "/ls/local/cellar/master"
+	}
+	return func(ctx context.Context) (string, error) {
+		data, ok, err := s.ReadFile(ctx, path)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s does not exist: no master has run yet", path)
+		}
+		return string(data), err
+	}
+}
