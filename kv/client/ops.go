@@ -85,10 +85,14 @@ func (c *Client) ApplyBulk(ctx context.Context, table string, ms []*model.RowMut
 			idx []int
 		}
 		var groups []*group
+		var retry []int
 		for _, i := range pending {
 			loc, err := c.locate(ctx, table, ms[i].Row)
 			if err != nil {
 				errs[i] = err
+				if retryable(err) {
+					retry = append(retry, i)
+				}
 				continue
 			}
 			var g *group
@@ -103,7 +107,6 @@ func (c *Client) ApplyBulk(ctx context.Context, table string, ms []*model.RowMut
 			}
 			g.idx = append(g.idx, i)
 		}
-		var retry []int
 		for _, g := range groups {
 			req := &pb.MutateRowsRequest{Table: table}
 			for _, i := range g.idx {
