@@ -260,12 +260,19 @@ func TestStaleLocationIsRelocated(t *testing.T) {
 	if err := cl.c.Apply(c, "t", set("z", "3")); err != nil {
 		t.Fatal(err)
 	}
+	// A batch whose cached location is stale ("h"'s tablet was cached, on
+	// a, by the first lookup's prefetch) is relocated too.
+	for _, err := range cl.c.ApplyBulk(c, "t", []*model.RowMutation{set("h", "1")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	sc := cl.c.Scan(c, "t", model.RowRange{}, client.Filter{}, 0)
 	var keys []string
 	for sc.Next() {
 		keys = append(keys, string(sc.Row().Key))
 	}
-	if sc.Err() != nil || strings.Join(keys, ",") != "a,z" {
+	if sc.Err() != nil || strings.Join(keys, ",") != "a,h,z" {
 		t.Fatalf("scan after the move: %v %v", keys, sc.Err())
 	}
 }
