@@ -144,6 +144,9 @@ func retryable(err error) bool {
 // do runs op against the server of row's tablet until it succeeds, fails
 // for good, or ctx ends. It is the kv data path's one retry loop.
 func (c *Client) do(ctx context.Context, table string, row []byte, op func(context.Context, pb.TabletServerClient, location) error) error {
+	if err := checkRequest(table, row); err != nil {
+		return err
+	}
 	backoff := c.opts.MinBackoff
 	for {
 		loc, err := c.locate(ctx, table, row)
@@ -166,6 +169,17 @@ func (c *Client) do(ctx context.Context, table string, row []byte, op func(conte
 		}
 		backoff = min(2*backoff, c.opts.MaxBackoff)
 	}
+}
+
+// checkRequest refuses, before any lookup, what no server would accept.
+func checkRequest(table string, row []byte) error {
+	switch {
+	case table == "":
+		return status.Error(codes.InvalidArgument, "no table name")
+	case len(row) > model.MaxRowKeyLen:
+		return status.Errorf(codes.InvalidArgument, "row key of %d bytes exceeds the limit of %d", len(row), model.MaxRowKeyLen)
+	}
+	return nil
 }
 
 // locate returns the tablet of row, from the cache or the hierarchy.

@@ -230,6 +230,14 @@ func TestOperationsAcrossTablets(t *testing.T) {
 	if err := cl.c.Apply(c, "nosuch", set("a", "1")); err == nil || !strings.Contains(err.Error(), "nosuch") {
 		t.Fatalf("an unknown table: %v", err)
 	}
+	cl.calls.Store(0)
+	long := string(make([]byte, model.MaxRowKeyLen+1))
+	if err := cl.c.Apply(c, "t", set(long, "1")); err == nil || !strings.Contains(err.Error(), "exceeds") || cl.calls.Load() != 0 {
+		t.Fatalf("an oversized key: %v after %d RPCs", err, cl.calls.Load())
+	}
+	if err := cl.c.Apply(c, "t", &model.RowMutation{Row: []byte("a"), Mutations: []model.Mutation{model.SetCell("nofamily", nil, 1000, nil)}}); err == nil || !strings.Contains(err.Error(), "nofamily") {
+		t.Fatalf("an unknown family: %v", err)
+	}
 }
 
 // TestStaleLocationIsRelocated moves t's tablets from a to b: a is fenced
