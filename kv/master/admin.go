@@ -62,21 +62,9 @@ func asStatus(err error) error {
 // view of the reporting server's tablets at once instead of at its next
 // scan.
 func (a AdminServer) ReportSplit(ctx context.Context, req *masterpb.ReportSplitRequest) (*masterpb.ReportSplitResponse, error) {
-	a.M.mu.Lock()
-	s := a.M.servers[req.Server]
-	a.M.mu.Unlock()
-	if s == nil {
-		return nil, status.Errorf(codes.NotFound, "server %q is not live", req.Server)
-	}
-	tablets, err := a.M.listTablets(ctx, s.Addr)
-	if err != nil {
+	if _, err := a.M.refresh(ctx, req.Server); err != nil {
 		return nil, asStatus(err)
 	}
-	a.M.mu.Lock()
-	if cur := a.M.servers[req.Server]; cur != nil {
-		cur.Tablets = tablets
-	}
-	a.M.mu.Unlock()
 	a.M.opts.Logf("master: server %s split a tablet of %q at %q", req.Server, req.Table, req.Split)
 	return &masterpb.ReportSplitResponse{}, nil
 }

@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/cellardb/cellar/kv/client"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
@@ -200,15 +202,7 @@ func (m *Master) scan(ctx context.Context) {
 		s.Addr = string(f.Contents)
 		m.mu.Unlock()
 		if f.Locked {
-			tablets, err := m.listTablets(ctx, s.Addr)
-			m.mu.Lock()
-			if err == nil {
-				s.Tablets, s.Misses = tablets, 0
-			} else {
-				s.Misses++
-			}
-			misses := s.Misses
-			m.mu.Unlock()
+			misses, err := m.refresh(ctx, f.Name)
 			if err == nil || misses < m.opts.MaxMisses {
 				continue
 			}
@@ -233,6 +227,26 @@ func (m *Master) scan(ctx context.Context) {
 		}
 	}
 	m.mu.Unlock()
+}
+
+// refresh asks a server for its tablets and records the answer, or one
+// more miss. It returns the server's misses in a row.
+func (m *Master) refresh(ctx context.Context, id string) (int, error) {
+	m.mu.Lock()
+	s := m.servers[id]
+	m.mu.Unlock()
+	if s == nil {
+		return 0, status.Errorf(codes.NotFound, "server %q is not live", id)
+	}
+	tablets, err := m.listTablets(ctx, s.Addr)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		s.Misses++
+		return s.Misses, err
+	}
+	s.Tablets, s.Misses = tablets, 0
+	return 0, nil
 }
 
 // bury forgets a dead server. Its tablets are unassigned from now on.

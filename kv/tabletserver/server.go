@@ -105,15 +105,19 @@ type Server struct {
 	pb.UnimplementedTabletServerServer
 	opts Options
 
-	mu   sync.Mutex
-	lock Lock
+	// lock is set once, by Open; every request reads it, so no mutex.
+	lock atomic.Pointer[heldLock]
 	dead atomic.Bool
+
+	mu sync.Mutex // guards grpc
 
 	stop   chan struct{}
 	splits chan [2]uint64
 	wg     sync.WaitGroup
 	grpc   *grpc.Server
 }
+
+type heldLock struct{ Lock }
 
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
@@ -133,9 +137,7 @@ func (s *Server) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("tabletserver %s: register %s: %w", s.opts.ID, s.Path(), err)
 	}
-	s.mu.Lock()
-	s.lock = l
-	s.mu.Unlock()
+	s.lock.Store(&heldLock{l})
 	s.wg.Add(1)
 	go s.watch(l)
 	if s.opts.Meta != nil {
@@ -187,9 +189,7 @@ func (s *Server) watch(l Lock) {
 
 // serving is the per-request fencing check: local, no round trip.
 func (s *Server) serving() error {
-	s.mu.Lock()
-	l := s.lock
-	s.mu.Unlock()
+	l := s.lock.Load()
 	switch {
 	case s.dead.Load():
 		return notServing("server %s has stopped: its lock file is gone", s.opts.ID)
@@ -214,8 +214,9 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Close(ctx context.Context) error {
 	close(s.stop)
 	s.mu.Lock()
-	g, l := s.grpc, s.lock
+	g := s.grpc
 	s.mu.Unlock()
+	l := s.lock.Load()
 	if g != nil {
 		g.GracefulStop()
 	}

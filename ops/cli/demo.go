@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,12 +22,10 @@ import (
 
 	"github.com/cellardb/cellar/coord/cell"
 	"github.com/cellardb/cellar/coord/client"
-	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/tablet"
-	"github.com/cellardb/cellar/kv/tabletserver"
 	"github.com/cellardb/cellar/ops/coordlock"
 )
 
@@ -60,21 +57,8 @@ func runDemo(args []string, env Env) int {
 	if err := os.MkdirAll(storeDir, 0o755); err != nil {
 		return fail(env, "demo", err)
 	}
-	var srvRef atomic.Pointer[tabletserver.Server]
-	store := tablet.New(dfs.NewLocal(storeDir), "", tablet.Options{
-		SplitSize: 128 << 20, KeepWhole: tabletserver.KeepWhole,
-		Events: tablet.Events{
-			Split: func(p uint64, c [2]uint64, k []byte) {
-				if s := srvRef.Load(); s != nil {
-					s.SplitHook(p, c, k)
-				}
-			},
-			BackgroundError: func(id uint64, err error) {
-				fmt.Fprintf(env.Stderr, "tablet %d: background work failed (will retry): %v\n", id, err)
-			},
-			LogCorruption: func(err error) { fmt.Fprintf(env.Stderr, "commit log: recovery stopped at corrupt data: %v\n", err) },
-		},
-	})
+	var splits splitForwarder
+	store := tablet.New(dfs.NewLocal(storeDir), "", storeOptions(128<<20, &splits, stampedLog(env)))
 	if err := store.Open(ctx); err != nil {
 		return fail(env, "demo", fmt.Errorf("open %s: %w", storeDir, err))
 	}
@@ -91,7 +75,7 @@ func runDemo(args []string, env Env) int {
 		store.Close(context.Background())
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, store, &srvRef, cellReplicas, *tsAddr, *masterAddr, env)
+	roles, err := startDemoRoles(ctx, store, &splits, cellReplicas, *tsAddr, *masterAddr, env)
 	if err != nil {
 		ln.Close()
 		store.Close(context.Background())
@@ -111,7 +95,7 @@ func runDemo(args []string, env Env) int {
 		lockFlag, chubbyFlag = "-addr "+a+" ", "-chubby "+a+" "
 	}
 	fmt.Fprintf(env.Stdout, "           try: cellar lock ls %s/ls/local/\n", lockFlag)
-	fmt.Fprintf(env.Stdout, "  tablet server: on %s, registered as %s\n", roles.tsAddr, roles.ts.Path())
+	fmt.Fprintf(env.Stdout, "  tablet server: on %s, registered as %s\n", roles.tsAddr, roles.ts.srv.Path())
 	fmt.Fprintf(env.Stdout, "  master:  active, admin RPCs on %s; http://%s/servers lists the tablet servers\n", roles.masterAddr, ln.Addr())
 	fmt.Fprintf(env.Stdout, "           try: cellar table create %susers profile\n", chubbyFlag)
 	fmt.Fprintf(env.Stdout, "                cellar kv put %susers alice profile:name Alice\n", chubbyFlag)
@@ -247,20 +231,18 @@ State generation {{.Stats.StateGeneration}}.</p>
 
 // demoRoles are the kv processes the demo runs in-process.
 type demoRoles struct {
-	ts         *tabletserver.Server
+	ts         *tsRole
 	tsAddr     string
 	master     *master.Master
 	sess       *coordlock.Session // the master's
 	admin      *grpc.Server
 	masterAddr string
-	tsSess     *coordlock.Session // the tablet server's, for its METADATA client
-	meta       *kvclient.Client
 }
 
 // startDemoRoles registers the demo's tablet server in the cell and starts
 // the master, both as clients of the cell over loopback, as the separate
 // processes would be.
-func startDemoRoles(ctx context.Context, store *tablet.Store, srvRef *atomic.Pointer[tabletserver.Server], replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, store *tablet.Store, splits *splitForwarder, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -278,34 +260,22 @@ func startDemoRoles(ctx context.Context, store *tablet.Store, srvRef *atomic.Poi
 	// A new name each run: a previous run's file may still be locked by its
 	// lapsing session; the master buries it once the session is gone.
 	id := fmt.Sprintf("demo-%d", time.Now().Unix())
-	tsSvc := svc("tabletserver:" + id)
-	tsSess, err := tsSvc.NewSession(openCtx)
+	role, err := startTSRole(openCtx, svc("tabletserver:"+id), store, splits, id, ln.Addr().String(), logf, nil)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	meta := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: tsSess}})
-	ts := tabletserver.New(tabletserver.Options{ID: id, Addr: ln.Addr().String(), Store: store, Logf: logf, Meta: meta,
-		ReportSplit: master.SplitReporter(tsSess.MasterAddr("")),
-		Coord:       coordlock.ForTabletServer{Service: tsSvc}})
-	srvRef.Store(ts)
-	if err := ts.Open(openCtx); err != nil {
-		ln.Close()
-		meta.Close()
-		tsSess.Close(context.Background())
-		return nil, err
-	}
-	go ts.Serve(ln)
+	go role.srv.Serve(ln)
 	msvc := svc("master")
 	sess, err := msvc.NewSession(openCtx)
 	if err != nil {
-		ts.Close(context.Background())
+		role.close(context.Background())
 		return nil, err
 	}
 	mln, err := net.Listen("tcp", masterAddr)
 	if err != nil {
 		sess.Close(context.Background())
-		ts.Close(context.Background())
+		role.close(context.Background())
 		return nil, fmt.Errorf("master: %w", err)
 	}
 	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf})
@@ -313,32 +283,34 @@ func startDemoRoles(ctx context.Context, store *tablet.Store, srvRef *atomic.Poi
 	if err := m.Open(openCtx); err != nil {
 		mln.Close()
 		sess.Close(context.Background())
-		ts.Close(context.Background())
+		role.close(context.Background())
 		return nil, err
 	}
 	admin := grpc.NewServer()
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(mln)
-	return &demoRoles{ts: ts, tsAddr: ln.Addr().String(), master: m, sess: sess, admin: admin, masterAddr: mln.Addr().String(),
-		tsSess: tsSess, meta: meta}, nil
+	return &demoRoles{ts: role, tsAddr: ln.Addr().String(), master: m, sess: sess, admin: admin, masterAddr: mln.Addr().String()}, nil
 }
 
 func (r *demoRoles) close(ctx context.Context) error {
 	r.admin.Stop()
-	err := errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.ts.Close(ctx))
-	r.meta.Close()
-	return errors.Join(err, r.tsSess.Close(ctx))
+	return errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.ts.close(ctx))
 }
 
-func statusHandler(store *tablet.Store, replicas []*cell.Replica, m *master.Master, version string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/servers", func(w http.ResponseWriter, r *http.Request) {
+// serversHandler serves a master's view of the tablet servers as JSON.
+func serversHandler(m *master.Master) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(struct {
 			Live []master.Server `json:"live"`
 			Dead []string        `json:"dead"`
 		}{m.Servers(), m.Dead()})
-	})
+	}
+}
+
+func statusHandler(store *tablet.Store, replicas []*cell.Replica, m *master.Master, version string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/servers", serversHandler(m))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		for _, rep := range replicas {

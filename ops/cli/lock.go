@@ -14,6 +14,7 @@ import (
 
 	"github.com/cellardb/cellar/coord"
 	"github.com/cellardb/cellar/coord/client"
+	"github.com/cellardb/cellar/ops/coordlock"
 )
 
 // DefaultChubbyAddr is where cellar demo's cell serves clients.
@@ -283,37 +284,14 @@ func lockPut(ctx context.Context, c *client.Client, lf *lockFlags, args []string
 }
 
 func lockMkdir(ctx context.Context, c *client.Client, lf *lockFlags, args []string, env Env) error {
-	target := args[0]
-	n, err := coord.ParseName(target)
+	if lf.parents {
+		return coordlock.MkdirAll(ctx, c, args[0])
+	}
+	h, _, err := c.OpenNode(ctx, args[0], client.OpenOptions{Mode: coord.ModeRead, Create: true, MustCreate: true, Directory: true})
 	if err != nil {
 		return err
 	}
-	dirs := []string{target}
-	if lf.parents {
-		dirs = nil
-		prefix := "/ls/" + n.Cell
-		for _, part := range strings.Split(strings.Trim(n.Path, "/"), "/") {
-			if part != "" {
-				prefix += "/" + part
-				dirs = append(dirs, prefix)
-			}
-		}
-	}
-	for _, d := range dirs {
-		h, _, err := c.OpenNode(ctx, d, client.OpenOptions{Mode: coord.ModeRead, Create: true, MustCreate: !lf.parents, Directory: true})
-		if err != nil {
-			return err
-		}
-		s, err := h.GetStat(ctx)
-		h.Close(ctx)
-		if err != nil {
-			return err
-		}
-		if !s.IsDirectory {
-			return fmt.Errorf("%s exists and is a file", d)
-		}
-	}
-	return nil
+	return h.Close(ctx)
 }
 
 func lockRm(ctx context.Context, c *client.Client, _ *lockFlags, args []string, env Env) error {

@@ -74,14 +74,11 @@ func runTable(args []string, env Env) int {
 		return fail(env, name, err)
 	}
 	defer sess.Close(context.Background())
-	addr, ok, err := sess.ReadFile(ctx, "/ls/local/cellar/master")
-	if err == nil && !ok {
-		err = fmt.Errorf("no master has run in this cell yet")
-	}
+	addr, err := sess.MasterAddr("")(ctx)
 	if err != nil {
 		return fail(env, name, fmt.Errorf("find the master: %w", err))
 	}
-	cc, err := grpc.NewClient("passthrough:///"+string(addr), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fail(env, name, err)
 	}

@@ -10,16 +10,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cellardb/cellar/coord/client"
-	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
-	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/tablet"
-	"github.com/cellardb/cellar/kv/tabletserver"
 	"github.com/cellardb/cellar/ops/coordlock"
 )
 
@@ -55,16 +51,8 @@ func runTabletServer(args []string, env Env) int {
 		return fail(env, "tabletserver", err)
 	}
 	logf := stampedLog(env)
-	var srvRef atomic.Pointer[tabletserver.Server]
-	store := tablet.New(dfs.NewLocal(*data), "", tablet.Options{SplitSize: *splitSize, KeepWhole: tabletserver.KeepWhole,
-		Events: tablet.Events{
-			BackgroundError: func(id uint64, err error) { logf("tablet %d: background work failed (will retry): %v", id, err) },
-			Split: func(p uint64, c [2]uint64, k []byte) {
-				if s := srvRef.Load(); s != nil {
-					s.SplitHook(p, c, k)
-				}
-			},
-		}})
+	var splits splitForwarder
+	store := tablet.New(dfs.NewLocal(*data), "", storeOptions(*splitSize, &splits, logf))
 	if err := store.Open(ctx); err != nil {
 		return fail(env, "tabletserver", fmt.Errorf("open %s: %w", *data, err))
 	}
@@ -79,29 +67,14 @@ func runTabletServer(args []string, env Env) int {
 	}
 	fatal := make(chan error, 1)
 	svc := &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby), Principal: "tabletserver:" + *id, Secret: *secret}}
-	sessCtx, cancelSess := context.WithTimeout(ctx, 60*time.Second)
-	sess, err := svc.NewSession(sessCtx)
-	cancelSess()
-	if err != nil {
-		ln.Close()
-		return fail(env, "tabletserver", fmt.Errorf("connect to the Chubby cell at %s: %w", *chubby, err))
-	}
-	defer sess.Close(context.Background())
-	meta := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
-	defer meta.Close()
-	srv := tabletserver.New(tabletserver.Options{
-		ID: *id, Addr: addr, Store: store, Logf: logf, Meta: meta, ReportSplit: master.SplitReporter(sess.MasterAddr("")),
-		Coord:   coordlock.ForTabletServer{Service: svc},
-		OnFatal: func(err error) { fatal <- err },
-	})
-	srvRef.Store(srv)
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	err = srv.Open(openCtx)
+	role, err := startTSRole(openCtx, svc, store, &splits, *id, addr, logf, func(err error) { fatal <- err })
 	cancel()
 	if err != nil {
 		ln.Close()
-		return fail(env, "tabletserver", err)
+		return fail(env, "tabletserver", fmt.Errorf("%w (Chubby at %s)", err, *chubby))
 	}
+	srv := role.srv
 	go srv.Serve(ln)
 	fmt.Fprintf(env.Stdout, "cellar tabletserver %s: %s serving on %s, registered as %s\n", env.Version, *id, addr, srv.Path())
 	fmt.Fprintf(env.Stdout, "  pid %s, data in %s\n", strconv.Itoa(os.Getpid()), *data)
@@ -110,7 +83,7 @@ func runTabletServer(args []string, env Env) int {
 	case <-ctx.Done():
 		shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		err := errors.Join(srv.Close(shut), store.FlushAll(shut))
+		err := errors.Join(role.close(shut), store.FlushAll(shut))
 		if err != nil {
 			return fail(env, "tabletserver", err)
 		}
@@ -119,7 +92,7 @@ func runTabletServer(args []string, env Env) int {
 	case err := <-fatal:
 		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		srv.Close(shut)
+		role.close(shut)
 		return fail(env, "tabletserver", fmt.Errorf("%w: the master has taken this server's tablets away; exiting", err))
 	}
 }

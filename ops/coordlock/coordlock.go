@@ -206,18 +206,38 @@ func (l *lock) take(ctx context.Context, create bool) error {
 
 // mkdirs creates the parent directories of path.
 func mkdirs(ctx context.Context, c *client.Client, path string) error {
-	if !strings.HasPrefix(path, coord.Prefix) {
+	i := strings.LastIndexByte(path, '/')
+	if !strings.HasPrefix(path, coord.Prefix) || i < 0 {
 		return fmt.Errorf("%s is not a lock service name", path)
 	}
-	parts := strings.Split(path, "/")
-	// parts: "", "ls", cell, dirs..., file
-	for n := 4; n < len(parts); n++ {
-		dir := strings.Join(parts[:n], "/")
-		h, _, err := c.OpenNode(ctx, dir, client.OpenOptions{Mode: coord.ModeRead, Create: true, Directory: true})
-		if err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
+	return MkdirAll(ctx, c, path[:i])
+}
+
+// MkdirAll creates dir and every missing directory above it in its cell,
+// like mkdir -p; it fails if one of them exists as a file.
+func MkdirAll(ctx context.Context, c *client.Client, dir string) error {
+	n, err := coord.ParseName(dir)
+	if err != nil {
+		return err
+	}
+	prefix := coord.Prefix + n.Cell
+	for _, part := range strings.Split(strings.Trim(n.Path, "/"), "/") {
+		if part == "" {
+			continue
 		}
+		prefix += "/" + part
+		h, _, err := c.OpenNode(ctx, prefix, client.OpenOptions{Mode: coord.ModeRead, Create: true, Directory: true})
+		if err != nil {
+			return fmt.Errorf("create %s: %w", prefix, err)
+		}
+		st, err := h.GetStat(ctx)
 		h.Close(ctx)
+		if err != nil {
+			return err
+		}
+		if !st.IsDirectory {
+			return fmt.Errorf("%s exists and is a file", prefix)
+		}
 	}
 	return nil
 }
@@ -375,14 +395,17 @@ func (r RootFile) Root(ctx context.Context) (string, error) {
 	if path == "" {
 		path = "/ls/local/cellar/root"
 	}
-	data, ok, err := r.Session.ReadFile(ctx, path)
-	if err != nil {
-		return "", err
+	return r.Session.readLocation(ctx, path, "no master has set up METADATA yet")
+}
+
+// readLocation reads an address from a file that a role writes, and says
+// why it is missing if it is.
+func (s *Session) readLocation(ctx context.Context, path, ifMissing string) (string, error) {
+	data, ok, err := s.ReadFile(ctx, path)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s does not exist: %s", path, ifMissing)
 	}
-	if !ok {
-		return "", fmt.Errorf("%s does not exist: no master has set up METADATA yet", path)
-	}
-	return string(data), nil
+	return string(data), err
 }
 
 // MasterAddr returns a function that reads the active master's address
@@ -392,10 +415,6 @@ func (s *Session) MasterAddr(path string) func(context.Context) (string, error) 
 		path = "/ls/local/cellar/master"
 	}
 	return func(ctx context.Context) (string, error) {
-		data, ok, err := s.ReadFile(ctx, path)
-		if err == nil && !ok {
-			err = fmt.Errorf("%s does not exist: no master has run yet", path)
-		}
-		return string(data), err
+		return s.readLocation(ctx, path, "no master has run in this cell yet")
 	}
 }
