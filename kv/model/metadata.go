@@ -28,9 +28,13 @@
 //	range:start      the tablet's start row
 //	loc:server       the id of the server that serves it ("" if none)
 //	loc:addr         that server's address
+//	loc:tablet       the tablet's id in that server's commit log, a uvarint
 //	files:<group>    the SSTables of a locality group, as JSON
 //	redo:<log>       the redo point in a server's log, a uvarint LSN
 //	ts:max           the newest timestamp the tablet has held, 8 bytes BE
+//	ts:seq           the newest sequence number its SSTables hold, a uvarint
+//	event:           the tablet's event log: one version per event (created,
+//	                 loaded, split, moved, merged), the newest 32 kept
 
 package model
 
@@ -111,6 +115,11 @@ type TabletFile struct {
 	Largest  []byte `json:"largest,omitempty"`
 	MinSeq   uint64 `json:"min_seq"`
 	MaxSeq   uint64 `json:"max_seq"`
+	// Entries, Deletions and MaxTS come from the file's properties; the
+	// compaction policy reads them.
+	Entries   uint64 `json:"entries,omitempty"`
+	Deletions uint64 `json:"deletions,omitempty"`
+	MaxTS     int64  `json:"max_ts,omitempty"`
 }
 
 // TabletDescriptor is what a METADATA row says of a tablet.
@@ -126,6 +135,14 @@ type TabletDescriptor struct {
 	Redo map[string]uint64
 	// MaxTS is the newest timestamp the tablet has held, in µs.
 	MaxTS int64
+	// LogTablet is the tablet's id in the commit log named in Redo: the
+	// records of this tablet in that log carry it.
+	LogTablet uint64
+	// FlushedSeq is the newest sequence number the tablet's SSTables hold;
+	// a server that loads the tablet numbers new writes above it.
+	FlushedSeq uint64
+	// Event, if set, is appended to the row's event log by Mutation.
+	Event string
 }
 
 // Families of the METADATA table.
@@ -135,7 +152,11 @@ const (
 	MetaFamilyFiles = "files"
 	MetaFamilyRedo  = "redo"
 	MetaFamilyTS    = "ts"
+	MetaFamilyEvent = "event"
 )
+
+// metaEventsKept is how many events a METADATA row keeps.
+const metaEventsKept = 32
 
 // MetaSchema is the METADATA table's schema.
 func MetaSchema() Schema {
@@ -143,22 +164,30 @@ func MetaSchema() Schema {
 	for _, f := range []string{MetaFamilyRange, MetaFamilyLoc, MetaFamilyFiles, MetaFamilyRedo, MetaFamilyTS} {
 		s.Families = append(s.Families, Family{Name: f, GC: MaxVersionsRule(1)})
 	}
+	s.Families = append(s.Families, Family{Name: MetaFamilyEvent, GC: MaxVersionsRule(metaEventsKept)})
 	return s
 }
 
 // Mutation returns the row mutation that writes d as its tablet's row,
-// replacing what the row held, with cells at timestamp ts.
+// replacing what the row held except its event log, with cells at
+// timestamp ts.
 func (d *TabletDescriptor) Mutation(ts int64) (*RowMutation, error) {
 	if d.Table != "" {
 		if err := validateMetaTable(d.Table); err != nil {
 			return nil, err
 		}
 	}
-	m := &RowMutation{Row: MetaKey(d.Table, d.End), Mutations: []Mutation{DeleteRow(),
+	m := &RowMutation{Row: MetaKey(d.Table, d.End)}
+	for _, f := range []string{MetaFamilyRange, MetaFamilyLoc, MetaFamilyFiles, MetaFamilyRedo, MetaFamilyTS} {
+		m.Mutations = append(m.Mutations, DeleteFamily(f))
+	}
+	m.Mutations = append(m.Mutations,
 		SetCell(MetaFamilyRange, []byte("start"), ts, d.Start),
 		SetCell(MetaFamilyLoc, []byte("server"), ts, []byte(d.Server)),
 		SetCell(MetaFamilyLoc, []byte("addr"), ts, []byte(d.Addr)),
-	}}
+		SetCell(MetaFamilyLoc, []byte("tablet"), ts, binary.AppendUvarint(nil, d.LogTablet)),
+		SetCell(MetaFamilyTS, []byte("seq"), ts, binary.AppendUvarint(nil, d.FlushedSeq)),
+	)
 	groups := make([]string, 0, len(d.Files))
 	for g := range d.Files {
 		groups = append(groups, g)
@@ -182,6 +211,9 @@ func (d *TabletDescriptor) Mutation(ts int64) (*RowMutation, error) {
 	var max [8]byte
 	binary.BigEndian.PutUint64(max[:], uint64(d.MaxTS))
 	m.Mutations = append(m.Mutations, SetCell(MetaFamilyTS, []byte("max"), ts, max[:]))
+	if d.Event != "" {
+		m.Mutations = append(m.Mutations, SetCell(MetaFamilyEvent, nil, ts, []byte(d.Event)))
+	}
 	return m, nil
 }
 
@@ -210,6 +242,16 @@ func ParseTabletDescriptor(row Row) (*TabletDescriptor, error) {
 			d.Server = string(c.Value)
 		case col == "loc:addr":
 			d.Addr = string(c.Value)
+		case col == "loc:tablet", col == "ts:seq":
+			v, n := binary.Uvarint(c.Value)
+			if n <= 0 || n != len(c.Value) {
+				return nil, bad("%s is not a uvarint", col)
+			}
+			if col == "loc:tablet" {
+				d.LogTablet = v
+			} else {
+				d.FlushedSeq = v
+			}
 		case c.Family == MetaFamilyFiles:
 			var fs []TabletFile
 			if err := json.Unmarshal(c.Value, &fs); err != nil {

@@ -154,7 +154,7 @@ func TestTabletDescriptorRoundTrip(t *testing.T) {
 	for _, d := range []*TabletDescriptor{
 		{Table: "users", Start: []byte("m"), End: nil, Server: "ts1", Addr: "127.0.0.1:9100",
 			Files: map[string][]TabletFile{"default": {{Path: "tables/users/7.sst", Size: 100, Smallest: []byte("m"), Largest: []byte("z"), MinSeq: 1, MaxSeq: 9}}},
-			Redo:  map[string]uint64{"ts1": 42, "ts0": 7}, MaxTS: 1700000000000000},
+			Redo:  map[string]uint64{"ts1": 42, "ts0": 7}, MaxTS: 1700000000000000, LogTablet: 12, FlushedSeq: 99},
 		{Table: "", Start: nil, End: []byte("users\x00\x01m"), Files: map[string][]TabletFile{}, Redo: map[string]uint64{}},
 	} {
 		m, err := d.Mutation(5)

@@ -26,6 +26,9 @@ type builder struct {
 func (s *Store) newBuilder(group model.LocalityGroup, expected int) (*builder, error) {
 	num := s.nextFile.Add(1) - 1
 	name := s.tableName(num)
+	if s.shared() {
+		s.addPending(num)
+	}
 	f, err := s.fs.Create(name)
 	if err != nil {
 		return nil, model.IOError("create "+name, err)
@@ -52,10 +55,10 @@ func (b *builder) finish() (*table, error) {
 		err = model.IOError("close "+b.name, cerr)
 	}
 	if err != nil {
-		b.s.fs.Remove(b.name)
+		b.abort()
 		return nil, err
 	}
-	meta := fileMeta{Num: b.num, Size: props.DataSize + props.IndexSize + props.FilterSize, Entries: props.NumEntries,
+	meta := fileMeta{Num: b.num, Path: b.sharedPath(), Size: props.DataSize + props.IndexSize + props.FilterSize, Entries: props.NumEntries,
 		Deletions: props.NumDeletions, MinSeq: props.MinSeq, MaxSeq: props.MaxSeq, MaxTS: props.MaxTimestamp,
 		Smallest: props.SmallestKey, Largest: props.LargestKey}
 	if st, err := b.s.fs.Stat(b.name); err == nil {
@@ -63,7 +66,7 @@ func (b *builder) finish() (*table, error) {
 	}
 	t, err := b.s.openTable(meta, b.group.InMemory)
 	if err != nil {
-		b.s.fs.Remove(b.name)
+		b.abort()
 		return nil, err
 	}
 	return t, nil
@@ -72,6 +75,16 @@ func (b *builder) finish() (*table, error) {
 func (b *builder) abort() {
 	b.f.Close()
 	b.s.fs.Remove(b.name)
+	b.s.donePending(&table{meta: fileMeta{Num: b.num}})
+}
+
+// sharedPath is the file's path in its descriptor: set in shared mode,
+// where tablets of other stores may name it.
+func (b *builder) sharedPath() string {
+	if b.s.shared() {
+		return b.name
+	}
+	return ""
 }
 
 func abortAll(bs []*builder) {
@@ -201,7 +214,7 @@ func (t *Tablet) flushOne(ctx context.Context, m *mem) error {
 			return model.IOError("sync "+t.s.sstDir(), err)
 		}
 	}
-	err := t.s.edit(t, func(st *tabletState) {
+	err := t.s.edit(ctx, t, "flush", func(st *tabletState) {
 		for g, tb := range made {
 			if tb != nil {
 				name := si.groups[g].Name
@@ -234,6 +247,7 @@ func (t *Tablet) flushOne(ctx context.Context, m *mem) error {
 		}
 		return err
 	}
+	t.s.donePending(made...)
 	t.s.memBytes.Add(-m.accounted.Load())
 	t.s.memoryChanged()
 	if fn := t.s.opts.Events.FlushEnd; fn != nil {
@@ -365,7 +379,10 @@ func (t *Tablet) compact(ctx context.Context, force bool) error {
 	if majorAll && didMajor {
 		now := t.s.nowMicros()
 		t.lastMajor.Store(now)
-		return t.s.edit(t, func(st *tabletState) { st.LastMajor = now }, nil)
+		if t.s.shared() {
+			return nil // the time of the last major compaction is not in the catalog
+		}
+		return t.s.edit(ctx, t, "", func(st *tabletState) { st.LastMajor = now }, nil)
 	}
 	return nil
 }
@@ -430,7 +447,7 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 	for _, f := range inputs {
 		gone[f.meta.Num] = true
 	}
-	err = t.s.edit(t, func(st *tabletState) {
+	err = t.s.edit(ctx, t, "", func(st *tabletState) {
 		st.Groups[name] = replaceRun(st.Groups[name], gone, out, func(m fileMeta) uint64 { return m.Num }, func(t *table) fileMeta { return t.meta })
 	}, func(v *version) {
 		for _, f := range v.groups[g] {
@@ -450,6 +467,7 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 		}
 		return err
 	}
+	t.s.donePending(out)
 	if fn := t.s.opts.Events.CompactionEnd; fn != nil {
 		info := CompactionInfo{Tablet: t.id, Group: name, Major: major, InputFiles: len(inputs), InputBytes: inBytes,
 			DroppedCells: c.droppedCells, DroppedMarker: c.droppedMarkers, Duration: time.Since(start)}

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cellardb/cellar/kv/model"
@@ -60,6 +61,11 @@ type Options struct {
 	// MaxLogSize is how much commit log the store keeps before it flushes
 	// the tablets that pin the oldest segments.
 	MaxLogSize int64
+
+	// Shared, if set, puts the store in shared mode (see shared.go): its
+	// tablets are described in a catalog instead of STATE files, and its
+	// files live on a dfs root that other stores share.
+	Shared *Shared
 
 	// Clock supplies wall-clock time for server-assigned timestamps and
 	// max-age garbage collection. Default time.Now.
@@ -179,6 +185,8 @@ func (o Options) Validate() error {
 		return bad("log segment size %d below 4 KiB", o.LogSegmentSize)
 	case o.MaxLogSize < 2*o.LogSegmentSize:
 		return bad("max log size %d below two segments", o.MaxLogSize)
+	case o.Shared != nil && (o.Shared.Name == "" || strings.ContainsAny(o.Shared.Name, "/\x00") || o.Shared.Catalog == nil):
+		return bad("shared mode needs a name without slashes and a catalog")
 	}
 	return nil
 }

@@ -46,6 +46,10 @@ func (t *Tablet) split(ctx context.Context, key []byte) ([2]*Tablet, error) {
 	defer v.unref()
 
 	var kids [2]tabletState
+	if s.shared() {
+		t.editMu.Lock()
+		defer t.editMu.Unlock()
+	}
 	s.stateMu.Lock()
 	next := *s.state
 	next.Tablets = nil
@@ -68,7 +72,20 @@ func (t *Tablet) split(ctx context.Context, key []byte) ([2]*Tablet, error) {
 		}
 		next.Tablets = append(next.Tablets, kids[0], kids[1])
 	}
-	err := s.saveLocked(&next)
+	var err error
+	if s.shared() {
+		// Record the lower child first: it is a new row, while the upper
+		// child's row replaces the parent's (both end where it ended).
+		s.reserveIDs(next.NextTablet)
+		s.stateMu.Unlock()
+		err = s.record(ctx, fmt.Sprintf("split from %v at %q", t.rng, key), kids[:], nil)
+		s.stateMu.Lock()
+		if err == nil {
+			s.replaceStates([]uint64{t.id}, kids[:])
+		}
+	} else {
+		err = s.saveLocked(&next)
+	}
 	s.stateMu.Unlock()
 	if err != nil {
 		return [2]*Tablet{}, err
@@ -126,6 +143,12 @@ func (s *Store) Merge(ctx context.Context, a, b uint64) (*Tablet, error) {
 			return nil, err
 		}
 	}
+	if s.shared() {
+		for _, t := range []*Tablet{ta, tb} {
+			t.editMu.Lock()
+			defer t.editMu.Unlock()
+		}
+	}
 	si := ta.schema.Load()
 	va, vb := ta.acquire(), tb.acquire()
 	defer va.unref()
@@ -157,7 +180,19 @@ func (s *Store) Merge(ctx context.Context, a, b uint64) (*Tablet, error) {
 		merged.Groups[name] = unionFiles(merged.Groups[name], files, func(f fileMeta) fileMeta { return f })
 	}
 	next.Tablets = append(next.Tablets, merged)
-	err = s.saveLocked(&next)
+	if s.shared() {
+		// The merged row replaces the upper tablet's (same end); the
+		// lower one's row goes after it.
+		s.reserveIDs(next.NextTablet)
+		s.stateMu.Unlock()
+		err = s.record(ctx, fmt.Sprintf("merged from %v and %v", ta.rng, tb.rng), []tabletState{merged}, []tabletState{sa})
+		s.stateMu.Lock()
+		if err == nil {
+			s.replaceStates([]uint64{ta.id, tb.id}, []tabletState{merged})
+		}
+	} else {
+		err = s.saveLocked(&next)
+	}
 	s.stateMu.Unlock()
 	if err != nil {
 		return nil, err

@@ -35,7 +35,10 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // fileMeta describes one SSTable.
 type fileMeta struct {
-	Num       uint64 `json:"num"`
+	Num uint64 `json:"num"`
+	// Path is set in shared mode, where a file may belong to another
+	// store; otherwise the file is sst/<Num>.sst.
+	Path      string `json:"path,omitempty"`
 	Size      uint64 `json:"size"`
 	Entries   uint64 `json:"entries"`
 	Deletions uint64 `json:"deletions"`

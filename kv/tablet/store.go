@@ -56,6 +56,12 @@ type Store struct {
 
 	tablesMu sync.Mutex
 	tables   map[uint64]*table
+	byPath   map[string]*table
+
+	// pending holds the numbers of SSTables being written and not yet
+	// recorded or abandoned (see LowWater).
+	pendingMu sync.Mutex
+	pending   map[uint64]struct{}
 
 	memBytes   atomic.Int64
 	memMu      sync.Mutex
@@ -74,7 +80,13 @@ func New(fs dfs.FS, dir string, opts Options) *Store {
 	return &Store{fs: fs, dir: dir, opts: opts.Defaults()}
 }
 
-func (s *Store) sstDir() string            { return dfs.Join(s.dir, "sst") }
+func (s *Store) sstDir() string {
+	if s.shared() {
+		return dfs.Join(s.dir, "sst", s.opts.Shared.Name)
+	}
+	return dfs.Join(s.dir, "sst")
+}
+
 func (s *Store) tableName(n uint64) string { return dfs.Join(s.sstDir(), fmt.Sprintf("%016x.sst", n)) }
 func (s *Store) nowMicros() int64          { return s.opts.Clock().UnixMicro() }
 
@@ -84,12 +96,12 @@ func (s *Store) Open(ctx context.Context) error {
 	if err := s.opts.Validate(); err != nil {
 		return err
 	}
-	for _, d := range []string{s.dir, s.sstDir()} {
+	for _, d := range []string{s.dir, s.sstDir(), dfs.Join(s.dir, "logs")} {
 		if err := s.fs.MkdirAll(d); err != nil {
 			return model.IOError("create "+d, err)
 		}
 	}
-	lock, err := s.fs.Lock(dfs.Join(s.dir, "LOCK"))
+	lock, err := s.fs.Lock(s.lockName())
 	if err != nil {
 		return fmt.Errorf("store %s is in use: %w", s.dir, err)
 	}
@@ -114,28 +126,39 @@ func (s *Store) open(ctx context.Context) error {
 	s.tablets = map[uint64]*Tablet{}
 	s.byTable = map[string][]*Tablet{}
 	s.tables = map[uint64]*table{}
+	s.byPath = map[string]*table{}
+	s.pending = map[uint64]struct{}{}
 	s.memChanged = make(chan struct{})
 	s.flushCh = make(chan *Tablet, 4096)
 	s.compactCh = make(chan *Tablet, 4096)
 	s.stop = make(chan struct{})
 
-	state, gen, err := loadState(s.fs, s.dir)
-	if err != nil {
-		return err
-	}
-	s.gen = gen
-	s.setState(state)
-	if err := s.sweepStateFiles(); err != nil {
-		return err
-	}
-	if err := s.sweepTables(); err != nil {
-		return err
+	var state *storeState
+	if s.shared() {
+		// A new incarnation: no tablets until the master assigns some.
+		state = &storeState{NextTablet: 1, NextFile: 1}
+		s.setState(state)
+		s.nextFile.Store(1)
+	} else {
+		st, gen, err := loadState(s.fs, s.dir)
+		if err != nil {
+			return err
+		}
+		state = st
+		s.gen = gen
+		s.setState(state)
+		if err := s.sweepStateFiles(); err != nil {
+			return err
+		}
+		if err := s.sweepTables(); err != nil {
+			return err
+		}
 	}
 	for i := range state.Tablets {
 		ts := &state.Tablets[i]
 		si, err := compileSchema(ts.Schema)
 		if err != nil {
-			return fmt.Errorf("tablet %d in %s: %w", ts.ID, stateName(gen), err)
+			return fmt.Errorf("tablet %d in %s: %w", ts.ID, stateName(s.gen), err)
 		}
 		t := newTablet(s, ts, si)
 		v := &version{active: t.activeMem, groups: make([][]*table, len(si.groups)), filesets: make([]uint64, len(si.groups))}
@@ -181,7 +204,7 @@ func (s *Store) recover(ctx context.Context) error {
 		maxRedo = max(maxRedo, st.RedoLSN)
 	}
 	replayed := 0
-	logState, err := commitlog.Replay(ctx, s.fs, dfs.Join(s.dir, "log"), from, func(rec *commitlog.Record) error {
+	logState, err := commitlog.Replay(ctx, s.fs, s.logDir(), from, func(rec *commitlog.Record) error {
 		t := s.tablets[rec.Tablet]
 		if t == nil || rec.Seq <= s.tabletState(t.id).FlushedSeq {
 			return nil // dropped or split since, or already in an SSTable
@@ -216,7 +239,7 @@ func (s *Store) recover(ctx context.Context) error {
 		t.activeMem.accounted.Store(cur)
 		s.memBytes.Add(cur)
 	}
-	s.log = commitlog.NewWriter(s.fs, dfs.Join(s.dir, "log"), commitlog.Options{SegmentSize: s.opts.LogSegmentSize})
+	s.log = commitlog.NewWriter(s.fs, s.logDir(), commitlog.Options{SegmentSize: s.opts.LogSegmentSize})
 	if err := s.log.Open(ctx, logState, maxRedo); err != nil {
 		return err
 	}
@@ -300,7 +323,7 @@ func (s *Store) sweepTables() error {
 
 // openTable opens a newly written SSTable.
 func (s *Store) openTable(meta fileMeta, inMemory bool) (*table, error) {
-	name := s.tableName(meta.Num)
+	name := s.fileName(meta)
 	f, err := s.fs.Open(name)
 	if err != nil {
 		return nil, model.IOError("open "+name, err)
@@ -313,6 +336,7 @@ func (s *Store) openTable(meta fileMeta, inMemory bool) (*table, error) {
 	t := &table{meta: meta, r: r, s: s}
 	s.tablesMu.Lock()
 	s.tables[meta.Num] = t
+	s.byPath[name] = t
 	s.tablesMu.Unlock()
 	return t, nil
 }
@@ -337,10 +361,13 @@ func (s *Store) releaseTable(t *table) {
 	if s.tables[t.meta.Num] == t {
 		delete(s.tables, t.meta.Num)
 	}
+	if name := s.fileName(t.meta); s.byPath[name] == t {
+		delete(s.byPath, name)
+	}
 	s.tablesMu.Unlock()
 	t.r.Close()
-	if s.closed.Load() {
-		return
+	if s.closed.Load() || s.shared() {
+		return // in shared mode, the master's GC deletes files
 	}
 	if !(*s.live.Load())[t.meta.Num] {
 		s.fs.Remove(s.tableName(t.meta.Num))
@@ -348,13 +375,18 @@ func (s *Store) releaseTable(t *table) {
 }
 
 // discardTable closes and deletes a table that never made it into the
-// state.
+// state. In shared mode the file stays: a catalog write that failed may
+// still have landed, and the master's GC deletes it if not.
 func (s *Store) discardTable(t *table) {
 	s.tablesMu.Lock()
 	delete(s.tables, t.meta.Num)
+	delete(s.byPath, s.fileName(t.meta))
 	s.tablesMu.Unlock()
 	t.r.Close()
-	s.fs.Remove(s.tableName(t.meta.Num))
+	s.donePending(t)
+	if !s.shared() {
+		s.fs.Remove(s.tableName(t.meta.Num))
+	}
 }
 
 func (s *Store) closeTables() {
@@ -364,6 +396,7 @@ func (s *Store) closeTables() {
 		t.r.Close()
 	}
 	s.tables = map[uint64]*table{}
+	s.byPath = map[string]*table{}
 }
 
 // tabletState returns the durable state of a tablet. The result must not
@@ -418,7 +451,10 @@ func cloneTabletState(ts *tabletState) tabletState {
 // step: stateEdit works on a copy that becomes the state once it is on
 // disk; versionEdit (if set) works on a clone of the current version that
 // is then installed.
-func (s *Store) edit(t *Tablet, stateEdit func(*tabletState), versionEdit func(*version)) error {
+func (s *Store) edit(ctx context.Context, t *Tablet, event string, stateEdit func(*tabletState), versionEdit func(*version)) error {
+	if s.shared() {
+		return s.editShared(ctx, t, event, stateEdit, versionEdit)
+	}
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	next := *s.state
@@ -574,6 +610,9 @@ func (s *Store) CreateTable(ctx context.Context, name string, schema model.Schem
 		created = append(created, ts)
 	}
 	next.Tablets = append(next.Tablets, created...)
+	if s.shared() {
+		return s.createShared(ctx, &next, created, si)
+	}
 	if err := s.saveLocked(&next); err != nil {
 		return err
 	}
@@ -581,6 +620,44 @@ func (s *Store) CreateTable(ctx context.Context, name string, schema model.Schem
 		s.register(s.newServingTablet(&created[i], si, nil))
 	}
 	return ctx.Err()
+}
+
+// createShared serves the new tablets, then records them in order: they
+// serve first because the catalog of METADATA's own tablets is the root
+// tablet, which must answer the record of the tablet after it. stateMu is
+// held; it is released for the records.
+func (s *Store) createShared(ctx context.Context, next *storeState, created []tabletState, si *schemaInfo) error {
+	s.setState(next)
+	s.stateMu.Unlock()
+	defer s.stateMu.Lock()
+	var ts []*Tablet
+	for i := range created {
+		t := s.newServingTablet(&created[i], si, nil)
+		s.register(t)
+		ts = append(ts, t)
+	}
+	for i := range created {
+		if err := s.record(ctx, "created", created[i:i+1], nil); err != nil {
+			s.unregister(ts...)
+			for _, t := range ts {
+				t.retired.Store(true)
+				s.retire(t)
+			}
+			s.stateMu.Lock()
+			s.replaceStates(idsOf(created), nil)
+			s.stateMu.Unlock()
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func idsOf(states []tabletState) []uint64 {
+	var ids []uint64
+	for _, ts := range states {
+		ids = append(ids, ts.ID)
+	}
+	return ids
 }
 
 // newServingTablet creates a tablet with an empty memtable over files,
@@ -625,7 +702,7 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 			next.Tablets = append(next.Tablets, ts)
 		}
 	}
-	err := s.saveLocked(&next)
+	err := s.commitStates(&next)
 	s.stateMu.Unlock()
 	if err != nil {
 		for _, t := range list {
@@ -682,7 +759,7 @@ func (s *Store) UpdateSchema(ctx context.Context, name string, schema model.Sche
 		t.maint.Lock()
 		t.flushMu.Lock()
 		oldSI := t.schema.Load()
-		err := s.edit(t, func(st *tabletState) {
+		err := s.edit(ctx, t, "schema changed", func(st *tabletState) {
 			st.Schema = schema
 			groups := map[string][]fileMeta{}
 			for _, g := range si.groups {
@@ -1109,7 +1186,9 @@ func (t *Tablet) advanceIdleRedo() bool {
 		return false
 	}
 	redo, seq := t.s.log.NextLSN(), t.nextSeq-1
-	return t.s.edit(t, func(st *tabletState) {
+	ctx, cancel := t.s.backgroundCtx()
+	defer cancel()
+	return t.s.edit(ctx, t, "", func(st *tabletState) {
 		st.RedoLSN = max(st.RedoLSN, redo)
 		st.FlushedSeq = max(st.FlushedSeq, seq)
 	}, nil) == nil

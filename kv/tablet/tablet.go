@@ -96,6 +96,7 @@ type Tablet struct {
 
 	maint   sync.Mutex // one compaction, split or merge at a time
 	flushMu sync.Mutex // one flush at a time
+	editMu  sync.Mutex // in shared mode: one catalog record of the tablet at a time
 
 	flushQueued   atomic.Bool
 	compactQueued atomic.Bool
@@ -383,7 +384,7 @@ func (t *Tablet) waitForRoom(ctx context.Context) error {
 			}
 		}
 		var storeChanged <-chan struct{}
-		if reason == "" && t.s.memBytes.Load() >= o.MemoryLimit {
+		if reason == "" && t.s.memBytes.Load() >= o.MemoryLimit && !t.noStall() {
 			storeChanged = t.s.relieveMemory()
 			reason = "store memory limit"
 		}
