@@ -118,7 +118,7 @@ func TestDemoStartsServesAndStopsCleanly(t *testing.T) {
 		t.Fatalf("second demo on the same data: %v\n%s", err, msg)
 	}
 	// The demo's master sees its tablet server.
-	if code, body := d.get(t, "/servers"); code != 200 || !strings.Contains(body, `"ID":"demo-`) {
+	if code, body := d.get(t, "/servers"); code != 200 || !strings.Contains(body, `"ID":"demo1-`) {
 		t.Fatalf("/servers: %d %s", code, body)
 	}
 	d.stop(t)

@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"kv/tabletpb":     {"google.golang.org/grpc/...", "google.golang.org/protobuf/..."},
 	"kv/tabletserver": {"kv/tablet", "kv/commitlog", "kv/dfs", "kv/model", "kv/tabletpb", "kv/client", "google.golang.org/grpc/..."},
 	"kv/client":       {"kv/model", "kv/tabletpb", "google.golang.org/grpc/..."},
-	"kv/master":       {"kv/client", "kv/model", "kv/tabletpb", "kv/masterpb", "google.golang.org/grpc/..."},
+	"kv/master":       {"kv/client", "kv/dfs", "kv/model", "kv/tabletpb", "kv/masterpb", "google.golang.org/grpc/..."},
 	"kv/masterpb":     {"google.golang.org/grpc/...", "google.golang.org/protobuf/..."},
 	"coord":           {},
 	"coord/coordpb":   {"coord", "google.golang.org/grpc/...", "google.golang.org/protobuf/..."},

@@ -2,10 +2,12 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,13 +17,35 @@ import (
 // output that contains ready.
 func startProcess(t *testing.T, bin, ready string, args ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
+	cmd, r, _ := startProcessLine(t, bin, ready, args...)
+	return cmd, r
+}
+
+// startProcessLine is startProcess that also returns the ready line. The
+// process's output is read to its end in the background, so that a busy
+// process never blocks on a full pipe; the returned reader replays it, and
+// a failed test logs its tail.
+func startProcessLine(t *testing.T, bin, ready string, args ...string) (*exec.Cmd, *bufio.Reader, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	out, _ := cmd.StdoutPipe()
+	pipe, _ := cmd.StdoutPipe()
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	out := &procOutput{}
+	out.cond = sync.NewCond(&out.mu)
+	go out.fill(pipe)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			out.mu.Lock()
+			lines := strings.Split(out.all.String(), "\n")
+			out.mu.Unlock()
+			t.Logf("last output of cellar %s:\n%s", strings.Join(args, " "), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	})
 	r := bufio.NewReader(out)
 	for {
 		line, err := r.ReadString('\n')
@@ -29,24 +53,76 @@ func startProcess(t *testing.T, bin, ready string, args ...string) (*exec.Cmd, *
 			t.Fatalf("%s exited before %q: %v", args[0], ready, err)
 		}
 		if strings.Contains(line, ready) {
-			return cmd, r
+			return cmd, r, line
 		}
 	}
 }
 
+// procOutput keeps a process's output and serves it to one reader.
+type procOutput struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	all  bytes.Buffer
+	read int
+	done bool
+}
+
+func (o *procOutput) fill(r io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		o.mu.Lock()
+		o.all.Write(buf[:n])
+		if err != nil {
+			o.done = true
+		}
+		o.cond.Broadcast()
+		o.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (o *procOutput) Read(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.read == o.all.Len() && !o.done {
+		o.cond.Wait()
+	}
+	if o.read == o.all.Len() {
+		return 0, io.EOF
+	}
+	n := copy(p, o.all.Bytes()[o.read:])
+	o.read += n
+	return n, nil
+}
+
+// registeredAs returns the lock file a tablet server's ready line names.
+func registeredAs(t *testing.T, line string) string {
+	t.Helper()
+	_, path, ok := strings.Cut(strings.TrimSpace(line), "registered as ")
+	if !ok {
+		t.Fatalf("no registration in %q", line)
+	}
+	return path
+}
+
 // TestTabletServerRegistersAndFences runs "cellar tabletserver" against a
 // one-replica "cellar chubby" with a short lease. The server registers a
-// locked file; stopped past its lease it loses the lock, and when it runs
-// again it takes the lock back because its file still exists; once the
-// file is deleted it exits; a clean stop releases the lock.
+// locked file named after this run; stopped past its lease it loses the
+// lock, and when it runs again it takes the lock back because its file
+// still exists; once the file is deleted it exits; a clean stop releases
+// the lock.
 func TestTabletServerRegistersAndFences(t *testing.T) {
 	bin := buildCellar(t)
 	dir := t.TempDir()
 	chubby := freeLoopbackPort(t)
 	startProcess(t, bin, "clients:", "chubby", "-id", "1", "-peers", "1="+freeLoopbackPort(t)+"/"+chubby,
 		"-data", filepath.Join(dir, "chubby"), "-lease", "2s", "-grace", "2s", "-rtt", "10ms")
+	var file string
 	lockState := func() string {
-		out, err := lockCLI(t, bin, chubby, "", "stat", "/ls/local/cellar/servers/ts1")
+		out, err := lockCLI(t, bin, chubby, "", "stat", file)
 		if err != nil {
 			return "error: " + out
 		}
@@ -68,8 +144,13 @@ func TestTabletServerRegistersAndFences(t *testing.T) {
 		}
 	}
 	start := func() (*exec.Cmd, *bufio.Reader) {
-		return startProcess(t, bin, "serving on", "tabletserver", "-id", "ts1", "-listen", "127.0.0.1:0",
-			"-chubby", chubby, "-data", filepath.Join(dir, "ts1"))
+		cmd, r, line := startProcessLine(t, bin, "serving on", "tabletserver", "-id", "ts1", "-listen", "127.0.0.1:0",
+			"-chubby", chubby, "-dfs", filepath.Join(dir, "dfs"))
+		file = registeredAs(t, line)
+		if !strings.HasPrefix(file, "/ls/local/cellar/servers/ts1-") {
+			t.Fatalf("registered as %q", file)
+		}
+		return cmd, r
 	}
 	ts, out := start()
 	waitLock("exclusive")
@@ -94,7 +175,7 @@ func TestTabletServerRegistersAndFences(t *testing.T) {
 	// Deleting the file stops a running server.
 	ts, out = start()
 	waitLock("exclusive")
-	if msg, err := lockCLI(t, bin, chubby, "", "rm", "/ls/local/cellar/servers/ts1"); err != nil {
+	if msg, err := lockCLI(t, bin, chubby, "", "rm", file); err != nil {
 		t.Fatalf("rm: %v %s", err, msg)
 	}
 	type exit struct {

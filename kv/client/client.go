@@ -62,6 +62,12 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// DialOptions are added to the connections to tablet servers.
 	DialOptions []grpc.DialOption
+	// AttemptTimeout bounds one attempt (a lookup, or one RPC to a tablet
+	// server) within the caller's deadline (default 10 s). A server that
+	// is paused or cut off answers nothing; when the attempt times out the
+	// client drops the location and looks the tablet up again, as it does
+	// for "not serving".
+	AttemptTimeout time.Duration
 }
 
 // Client is safe for concurrent use.
@@ -94,6 +100,9 @@ func New(opts Options) *Client {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = time.Second
+	}
+	if opts.AttemptTimeout <= 0 {
+		opts.AttemptTimeout = 10 * time.Second
 	}
 	return &Client{opts: opts, cache: map[string][]location{}, conns: map[string]*grpc.ClientConn{}}
 }
@@ -149,11 +158,16 @@ func (c *Client) do(ctx context.Context, table string, row []byte, op func(conte
 	}
 	backoff := c.opts.MinBackoff
 	for {
-		loc, err := c.locate(ctx, table, row)
+		actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+		loc, err := c.locate(actx, table, row)
+		cancel()
+		err = c.attemptError(ctx, err)
 		if err == nil {
 			var cli pb.TabletServerClient
 			if cli, err = c.stub(loc.addr); err == nil {
-				err = op(ctx, cli, loc)
+				actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+				err = c.attemptError(ctx, op(actx, cli, loc))
+				cancel()
 			}
 			if err == nil || !retryable(err) {
 				return err
@@ -169,6 +183,15 @@ func (c *Client) do(ctx context.Context, table string, row []byte, op func(conte
 		}
 		backoff = min(2*backoff, c.opts.MaxBackoff)
 	}
+}
+
+// attemptError turns the end of an attempt's own deadline, while the
+// caller's goes on, into a retryable error.
+func (c *Client) attemptError(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && (status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)) {
+		return status.Errorf(codes.Unavailable, "no answer within %v: %v", c.opts.AttemptTimeout, err)
+	}
+	return err
 }
 
 // checkRequest refuses, before any lookup, what no server would accept.

@@ -1,15 +1,23 @@
 // Package master is cellar's master (Bigtable paper, section 5.2): at most
 // one runs at a time, holding the master lock in the lock service.
 //
-// This first part does what the paper's master does about servers:
-//
 //	Open ── master lock taken, address written ──► active
 //	          (a standby waits here)                  │ every ScanInterval:
 //	                                                  ▼
-//	  list the servers directory; ask every locked server for its tablets;
-//	  a server whose file is unlocked, or that does not answer MaxMisses
-//	  times in a row, is dead once the master has taken its file's lock and
-//	  deleted the file; only then may its tablets go elsewhere.
+//	  1. list the servers directory; ask every locked server for its
+//	     tablets; a server whose file is unlocked, or that does not answer
+//	     MaxMisses times in a row, is dead once the master has taken its
+//	     file's lock and deleted the file; only then may its tablets go
+//	     elsewhere;
+//	  2. make sure the root tablet is assigned, then scan METADATA and
+//	     assign every unassigned tablet (assign.go);
+//	  3. when everything is assigned: merge small neighbours, move a tablet
+//	     to balance load, and now and then collect garbage files
+//	     (maintain.go).
+//
+// A new master runs the same loop, so its start-up is the paper's: scan
+// the servers, ask them what they serve, assign the root tablet, scan
+// METADATA.
 //
 // The master stops for good (Options.OnFatal) when it loses its lock: its
 // session expired, so another master may be active.
@@ -29,6 +37,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/dfs"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
 
@@ -46,6 +55,8 @@ type Coordinator interface {
 	ReadFile(ctx context.Context, path string) ([]byte, bool, error)
 	// WriteFile creates or replaces a file (and its parent directories).
 	WriteFile(ctx context.Context, path string, data []byte) error
+	// DeleteFile deletes a file; a missing file is not an error.
+	DeleteFile(ctx context.Context, path string) error
 }
 
 // Lock is the held master lock.
@@ -81,6 +92,18 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// OnFatal is called once when the master must stop (it lost its lock).
 	OnFatal func(error)
+	// FS and DFSRoot are the shared file system the tablet servers use;
+	// the master's file GC deletes files there. Without FS there is no GC.
+	FS      dfs.FS
+	DFSRoot string
+	// GCEvery is how many scans pass between file GC rounds (default 30).
+	GCEvery int
+	// MergeSize: two adjacent tablets of a table on one server whose sizes
+	// add up to less than it are merged. Zero turns merges off, which keeps
+	// the split points a table was created with.
+	MergeSize int64
+	// NoBalance turns off moves that even out the servers' tablet counts.
+	NoBalance bool
 }
 
 func (o Options) withDefaults() Options {
@@ -92,6 +115,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMisses == 0 {
 		o.MaxMisses = 3
+	}
+	if o.GCEvery == 0 {
+		o.GCEvery = 30
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -115,6 +141,9 @@ type Server struct {
 	ID      string
 	Addr    string
 	Tablets []*pb.TabletInfo
+	// LowWater is the server's file number below which its SSTables are
+	// recorded or abandoned (for the file GC).
+	LowWater uint64
 	// Misses counts the scans in a row it did not answer.
 	Misses int
 }
@@ -129,6 +158,12 @@ type Master struct {
 	conns   map[string]*grpc.ClientConn // by address
 	dead    []string                    // ids, in the order they died
 	client  *client.Client              // for METADATA; made on first use
+	// missing counts scans in a row a tablet whose row names a live server
+	// went unserved, by tabletKey.
+	missing map[string]int
+	// partitions are the dead servers' logs, split by tablet.
+	partitions map[string]*partition
+	rounds     int
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -137,7 +172,7 @@ type Master struct {
 // New returns a master. It does no I/O; Open makes it active.
 func New(opts Options) *Master {
 	return &Master{opts: opts.withDefaults(), servers: map[string]*Server{}, conns: map[string]*grpc.ClientConn{},
-		stop: make(chan struct{})}
+		missing: map[string]int{}, partitions: map[string]*partition{}, stop: make(chan struct{})}
 }
 
 // Open waits for the master lock (a standby master waits here), then
@@ -164,6 +199,9 @@ func (m *Master) Open(ctx context.Context) error {
 
 func (m *Master) run(l Lock) {
 	defer m.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ScanInterval*10)
+	m.round(ctx) // start-up steps 3 and 4: the root tablet, then METADATA
+	cancel()
 	t := time.NewTicker(m.opts.ScanInterval)
 	defer t.Stop()
 	for {
@@ -175,8 +213,9 @@ func (m *Master) run(l Lock) {
 			m.opts.OnFatal(errors.New("master: lost the master lock"))
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), m.opts.ScanInterval*5)
+			ctx, cancel := context.WithTimeout(context.Background(), m.opts.ScanInterval*10)
 			m.scan(ctx)
+			m.round(ctx)
 			cancel()
 		}
 	}
@@ -238,14 +277,14 @@ func (m *Master) refresh(ctx context.Context, id string) (int, error) {
 	if s == nil {
 		return 0, status.Errorf(codes.NotFound, "server %q is not live", id)
 	}
-	tablets, err := m.listTablets(ctx, s.Addr)
+	resp, err := m.listTablets(ctx, s.Addr)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
 		s.Misses++
 		return s.Misses, err
 	}
-	s.Tablets, s.Misses = tablets, 0
+	s.Tablets, s.LowWater, s.Misses = resp.Tablets, resp.LowWater, 0
 	return 0, nil
 }
 
@@ -278,18 +317,14 @@ func (m *Master) stub(addr string) (pb.TabletServerClient, error) {
 	return pb.NewTabletServerClient(cc), nil
 }
 
-func (m *Master) listTablets(ctx context.Context, addr string) ([]*pb.TabletInfo, error) {
+func (m *Master) listTablets(ctx context.Context, addr string) (*pb.ListTabletsResponse, error) {
 	cli, err := m.stub(addr)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.opts.ScanInterval)
 	defer cancel()
-	resp, err := cli.ListTablets(ctx, &pb.ListTabletsRequest{})
-	if err != nil {
-		return nil, err
-	}
-	return resp.Tablets, nil
+	return cli.ListTablets(ctx, &pb.ListTabletsRequest{})
 }
 
 // Servers returns the live servers, by id.

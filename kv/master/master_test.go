@@ -75,6 +75,13 @@ func (c *fakeCoord) WriteFile(ctx context.Context, path string, data []byte) err
 	return nil
 }
 
+func (c *fakeCoord) DeleteFile(ctx context.Context, path string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.files, path)
+	return nil
+}
+
 func (c *fakeCoord) set(path string, f *fakeFile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

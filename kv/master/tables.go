@@ -16,10 +16,11 @@ import (
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
 
-// Tables: until tablets can move between servers (they need the shared
-// file system), a table's tablets live on the server that created them.
-// The master still writes every tablet's METADATA row, so clients find
-// tablets through the hierarchy as they will when tablets move.
+// Tables. A table's schema lives in the lock service
+// (Dir/schema/<table>); its tablets' rows live in METADATA, written by the
+// servers that serve them (kv/tabletserver's catalog). The master creates
+// a table's tablets on one server (they spread by balancing), deletes
+// tables, and pushes schema changes to the servers.
 
 // rootReader reads the root tablet's location for the master's own client.
 type rootReader struct{ m *Master }
@@ -32,7 +33,11 @@ func (r rootReader) Root(ctx context.Context) (string, error) {
 	if !ok {
 		return "", errors.New("the root tablet is not assigned yet")
 	}
-	return string(data), nil
+	d, err := model.ParseRootFile(data)
+	if err != nil {
+		return "", err
+	}
+	return d.Addr, nil
 }
 
 // kv returns the master's client of the kv data path.
@@ -72,41 +77,25 @@ func (m *Master) createTablets(ctx context.Context, s Server, table string, sche
 	return resp.Tablets, nil
 }
 
-// ensureMetadata creates the METADATA table, with its root tablet, and
-// the root file if they do not exist yet. It is idempotent, so a master
-// that died half-way is finished by the next.
+// ensureMetadata creates the METADATA table, split at MetaRootEnd so that
+// its first tablet is the root tablet, unless the root file exists. The
+// server records the root tablet in the root file and the other tablet in
+// the root tablet. A master that died half-way left no root file, and the
+// next one creates METADATA again (on a server of its choice).
 func (m *Master) ensureMetadata(ctx context.Context) error {
-	rootFile := m.opts.Dir + "/root"
-	addr, ok, err := m.opts.Coord.ReadFile(ctx, rootFile)
+	if _, ok, err := m.opts.Coord.ReadFile(ctx, m.opts.Dir+"/root"); err != nil || ok {
+		return err
+	}
+	server, err := m.pickServer()
 	if err != nil {
 		return err
 	}
-	server := Server{Addr: string(addr)}
-	if !ok {
-		if server, err = m.pickServer(); err != nil {
-			return err
-		}
-		_, err := m.createTablets(ctx, server, client.MetaTable, model.MetaSchema(), [][]byte{model.MetaRootEnd})
-		// A master that died after this step left the table in place.
-		if err != nil && !strings.Contains(err.Error(), "already exists") {
-			return err
-		}
-		if err := m.opts.Coord.WriteFile(ctx, rootFile, []byte(server.Addr)); err != nil {
-			return err
-		}
-		m.opts.Logf("master: METADATA created on server %s; the root tablet is at %s", server.ID, server.Addr)
-	}
-	// The root tablet's one row: METADATA's other tablet.
-	kv := m.kv()
-	if _, found, err := kv.ReadRow(ctx, client.MetaTable, model.MetaKey("", nil), client.Filter{}); err != nil || found {
+	if _, err := m.createTablets(ctx, server, client.MetaTable, model.MetaSchema(), [][]byte{model.MetaRootEnd}); err != nil {
 		return err
 	}
-	d := model.TabletDescriptor{Table: "", Start: model.MetaRootEnd, Server: server.ID, Addr: server.Addr}
-	mut, err := d.Mutation(model.ServerTimestamp)
-	if err != nil {
-		return err
-	}
-	return kv.Apply(ctx, client.MetaTable, mut)
+	m.opts.Logf("master: METADATA created on server %s; the root tablet is at %s", server.ID, server.Addr)
+	m.refresh(ctx, server.ID)
+	return nil
 }
 
 // CreateTable creates a table: its schema goes into the lock service, its
@@ -142,17 +131,82 @@ func (m *Master) CreateTable(ctx context.Context, table string, schema model.Sch
 	if err != nil {
 		return err
 	}
-	kv := m.kv()
-	for _, t := range tablets {
-		d := model.TabletDescriptor{Table: table, Start: t.Range.GetStart(), End: t.Range.GetEnd(), Server: server.ID, Addr: server.Addr}
-		mut, err := d.Mutation(model.ServerTimestamp)
+	m.refresh(ctx, server.ID)
+	m.opts.Logf("master: created table %q with %d tablets on server %s", table, len(tablets), server.ID)
+	return nil
+}
+
+// DeleteTable deletes a table: first its schema (from then on no tablet of
+// it is assigned, and reconcile drops the rows of any it meets), then its
+// tablets on every live server, then its METADATA rows. Its files go to
+// the file GC.
+func (m *Master) DeleteTable(ctx context.Context, table string) error {
+	if table == "" || table == client.MetaTable {
+		return status.Errorf(codes.InvalidArgument, "bad table name %q", table)
+	}
+	schemaFile := m.opts.Dir + "/schema/" + table
+	if _, exists, err := m.opts.Coord.ReadFile(ctx, schemaFile); err != nil {
+		return err
+	} else if !exists {
+		return status.Errorf(codes.NotFound, "table %q does not exist", table)
+	}
+	if err := m.opts.Coord.DeleteFile(ctx, schemaFile); err != nil {
+		return err
+	}
+	for _, s := range m.Servers() {
+		cli, err := m.stub(s.Addr)
 		if err != nil {
 			return err
 		}
+		if _, err := cli.DropTable(ctx, &pb.DropTableRequest{Table: table}); err != nil {
+			return fmt.Errorf("drop %q on server %s: %w", table, s.ID, err)
+		}
+		m.refresh(ctx, s.ID)
+	}
+	kv := m.kv()
+	sc := kv.Scan(ctx, client.MetaTable, model.RowRange{Start: model.MetaKey(table, nil)[:len(table)+1], End: append([]byte(table), 1)}, client.Filter{}, 0)
+	for sc.Next() {
+		mut := &model.RowMutation{Row: sc.Row().Key, Mutations: []model.Mutation{model.DeleteRow()}}
 		if err := kv.Apply(ctx, client.MetaTable, mut); err != nil {
-			return fmt.Errorf("write the METADATA row of a tablet of %q: %w", table, err)
+			return fmt.Errorf("remove a METADATA row of %q: %w", table, err)
 		}
 	}
-	m.opts.Logf("master: created table %q with %d tablets on server %s", table, len(tablets), server.ID)
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	m.opts.Logf("master: deleted table %q", table)
+	return nil
+}
+
+// UpdateSchema replaces a table's schema (families added, dropped or given
+// new GC rules) in the lock service and then on every live server. A
+// server that loads a tablet later reads the new schema.
+func (m *Master) UpdateSchema(ctx context.Context, table string, schema model.Schema) error {
+	if err := schema.Validate(); err != nil {
+		return status.Errorf(codes.InvalidArgument, "schema of %q: %v", table, err)
+	}
+	schemaFile := m.opts.Dir + "/schema/" + table
+	if _, exists, err := m.opts.Coord.ReadFile(ctx, schemaFile); err != nil {
+		return err
+	} else if !exists {
+		return status.Errorf(codes.NotFound, "table %q does not exist", table)
+	}
+	js, err := json.Marshal(schema)
+	if err != nil {
+		return err
+	}
+	if err := m.opts.Coord.WriteFile(ctx, schemaFile, js); err != nil {
+		return err
+	}
+	for _, s := range m.Servers() {
+		cli, err := m.stub(s.Addr)
+		if err != nil {
+			return err
+		}
+		if _, err := cli.UpdateSchema(ctx, &pb.UpdateSchemaRequest{Table: table, Schema: js}); err != nil {
+			return fmt.Errorf("change the schema of %q on server %s: %w", table, s.ID, err)
+		}
+	}
+	m.opts.Logf("master: changed the schema of %q", table)
 	return nil
 }

@@ -279,3 +279,22 @@ func ParseTabletDescriptor(row Row) (*TabletDescriptor, error) {
 	}
 	return d, nil
 }
+
+// The root tablet's descriptor is not a METADATA row: it is the root file
+// in the lock service, as JSON. Before descriptors were recorded there, the
+// file held the bare address; ParseRootFile still reads that.
+
+// RootFileContents encodes the root tablet's descriptor for the root file.
+func RootFileContents(d *TabletDescriptor) ([]byte, error) { return json.Marshal(d) }
+
+// ParseRootFile decodes the root file.
+func ParseRootFile(data []byte) (*TabletDescriptor, error) {
+	if len(data) > 0 && data[0] != '{' {
+		return &TabletDescriptor{Addr: string(data)}, nil
+	}
+	d := &TabletDescriptor{}
+	if err := json.Unmarshal(data, d); err != nil {
+		return nil, fmt.Errorf("%w: root file: %v", ErrCorruption, err)
+	}
+	return d, nil
+}

@@ -214,7 +214,7 @@ func (t *Tablet) flushOne(ctx context.Context, m *mem) error {
 			return model.IOError("sync "+t.s.sstDir(), err)
 		}
 	}
-	err := t.s.edit(ctx, t, "flush", func(st *tabletState) {
+	err := t.s.edit(ctx, t, "", func(st *tabletState) {
 		for g, tb := range made {
 			if tb != nil {
 				name := si.groups[g].Name

@@ -558,6 +558,11 @@ func (s *Store) Locate(table string, row []byte) (*Tablet, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	list, ok := s.byTable[table]
+	if !ok && s.shared() {
+		// Tablets move between stores: a table with no tablet here may
+		// well exist elsewhere.
+		return nil, fmt.Errorf("%w: no tablet of %q here", model.ErrNotServing, table)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: table %q", model.ErrNotFound, table)
 	}

@@ -1334,9 +1334,12 @@ func (x *TabletInfo) GetSizeBytes() int64 {
 }
 
 type ListTabletsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
-	Tablets       []*TabletInfo          `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Server  string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Tablets []*TabletInfo          `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	// low_water: every SSTable the server wrote with a number below it is
+	// recorded in METADATA or abandoned (the master's file GC needs this).
+	LowWater      uint64 `protobuf:"varint,3,opt,name=low_water,json=lowWater,proto3" json:"low_water,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1383,6 +1386,13 @@ func (x *ListTabletsResponse) GetTablets() []*TabletInfo {
 		return x.Tablets
 	}
 	return nil
+}
+
+func (x *ListTabletsResponse) GetLowWater() uint64 {
+	if x != nil {
+		return x.LowWater
+	}
+	return 0
 }
 
 type CreateTableRequest struct {
@@ -1491,6 +1501,591 @@ func (x *CreateTableResponse) GetTablets() []*TabletInfo {
 	return nil
 }
 
+type LoadTabletRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// schema is the table's schema as JSON (kv/model.Schema).
+	Schema []byte `protobuf:"bytes,1,opt,name=schema,proto3" json:"schema,omitempty"`
+	// descriptor is the tablet's METADATA descriptor as JSON
+	// (kv/model.TabletDescriptor).
+	Descriptor_ []byte `protobuf:"bytes,2,opt,name=descriptor,proto3" json:"descriptor,omitempty"`
+	// replay, if set, is the directory of the tablet's piece of a dead
+	// server's log (from PartitionLog).
+	Replay        string `protobuf:"bytes,3,opt,name=replay,proto3" json:"replay,omitempty"`
+	Event         string `protobuf:"bytes,4,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadTabletRequest) Reset() {
+	*x = LoadTabletRequest{}
+	mi := &file_tablet_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadTabletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadTabletRequest) ProtoMessage() {}
+
+func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
+func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LoadTabletRequest) GetSchema() []byte {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *LoadTabletRequest) GetDescriptor_() []byte {
+	if x != nil {
+		return x.Descriptor_
+	}
+	return nil
+}
+
+func (x *LoadTabletRequest) GetReplay() string {
+	if x != nil {
+		return x.Replay
+	}
+	return ""
+}
+
+func (x *LoadTabletRequest) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+type LoadTabletResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletInfo            `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadTabletResponse) Reset() {
+	*x = LoadTabletResponse{}
+	mi := &file_tablet_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadTabletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadTabletResponse) ProtoMessage() {}
+
+func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
+func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *LoadTabletResponse) GetTablet() *TabletInfo {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+type UnloadTabletRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Id            uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnloadTabletRequest) Reset() {
+	*x = UnloadTabletRequest{}
+	mi := &file_tablet_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnloadTabletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnloadTabletRequest) ProtoMessage() {}
+
+func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
+func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *UnloadTabletRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *UnloadTabletRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type UnloadTabletResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnloadTabletResponse) Reset() {
+	*x = UnloadTabletResponse{}
+	mi := &file_tablet_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnloadTabletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnloadTabletResponse) ProtoMessage() {}
+
+func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
+func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{29}
+}
+
+type PartitionLogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the dead server whose log to partition.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// redo maps the dead server's tablet ids to their redo points; records
+	// below them are skipped.
+	Redo          map[uint64]uint64 `protobuf:"bytes,2,rep,name=redo,proto3" json:"redo,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionLogRequest) Reset() {
+	*x = PartitionLogRequest{}
+	mi := &file_tablet_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionLogRequest) ProtoMessage() {}
+
+func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionLogRequest.ProtoReflect.Descriptor instead.
+func (*PartitionLogRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PartitionLogRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *PartitionLogRequest) GetRedo() map[uint64]uint64 {
+	if x != nil {
+		return x.Redo
+	}
+	return nil
+}
+
+type PartitionLogResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dir holds one directory per tablet id.
+	Dir           string   `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	Tablets       []uint64 `protobuf:"varint,2,rep,packed,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionLogResponse) Reset() {
+	*x = PartitionLogResponse{}
+	mi := &file_tablet_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionLogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionLogResponse) ProtoMessage() {}
+
+func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionLogResponse.ProtoReflect.Descriptor instead.
+func (*PartitionLogResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PartitionLogResponse) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *PartitionLogResponse) GetTablets() []uint64 {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
+type MergeTabletsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	A             uint64                 `protobuf:"varint,2,opt,name=a,proto3" json:"a,omitempty"`
+	B             uint64                 `protobuf:"varint,3,opt,name=b,proto3" json:"b,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeTabletsRequest) Reset() {
+	*x = MergeTabletsRequest{}
+	mi := &file_tablet_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeTabletsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeTabletsRequest) ProtoMessage() {}
+
+func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
+func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *MergeTabletsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *MergeTabletsRequest) GetA() uint64 {
+	if x != nil {
+		return x.A
+	}
+	return 0
+}
+
+func (x *MergeTabletsRequest) GetB() uint64 {
+	if x != nil {
+		return x.B
+	}
+	return 0
+}
+
+type MergeTabletsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletInfo            `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeTabletsResponse) Reset() {
+	*x = MergeTabletsResponse{}
+	mi := &file_tablet_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeTabletsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeTabletsResponse) ProtoMessage() {}
+
+func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
+func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+type DropTableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropTableRequest) Reset() {
+	*x = DropTableRequest{}
+	mi := &file_tablet_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropTableRequest) ProtoMessage() {}
+
+func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropTableRequest.ProtoReflect.Descriptor instead.
+func (*DropTableRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DropTableRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type DropTableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropTableResponse) Reset() {
+	*x = DropTableResponse{}
+	mi := &file_tablet_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropTableResponse) ProtoMessage() {}
+
+func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropTableResponse.ProtoReflect.Descriptor instead.
+func (*DropTableResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{35}
+}
+
+type UpdateSchemaRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Schema        []byte                 `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSchemaRequest) Reset() {
+	*x = UpdateSchemaRequest{}
+	mi := &file_tablet_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSchemaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSchemaRequest) ProtoMessage() {}
+
+func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *UpdateSchemaRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *UpdateSchemaRequest) GetSchema() []byte {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+type UpdateSchemaResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSchemaResponse) Reset() {
+	*x = UpdateSchemaResponse{}
+	mi := &file_tablet_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSchemaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSchemaResponse) ProtoMessage() {}
+
+func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{37}
+}
+
 type Mutation_SetCell struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -1504,7 +2099,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +2111,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +2166,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +2178,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +2224,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +2236,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +2267,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +2279,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +2305,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +2317,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +2362,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +2374,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +2455,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +2467,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,16 +2609,53 @@ const file_tablet_proto_rawDesc = "" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12-\n" +
 	"\x05range\x18\x03 \x01(\v2\x17.cellar.tablet.RowRangeR\x05range\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\"b\n" +
+	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\"\x7f\n" +
 	"\x13ListTabletsResponse\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x123\n" +
-	"\atablets\x18\x02 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\"Z\n" +
+	"\atablets\x18\x02 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\x12\x1b\n" +
+	"\tlow_water\x18\x03 \x01(\x04R\blowWater\"Z\n" +
 	"\x12CreateTableRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
 	"\x06schema\x18\x02 \x01(\fR\x06schema\x12\x16\n" +
 	"\x06splits\x18\x03 \x03(\fR\x06splits\"J\n" +
 	"\x13CreateTableResponse\x123\n" +
-	"\atablets\x18\x01 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets2\x87\x06\n" +
+	"\atablets\x18\x01 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\"y\n" +
+	"\x11LoadTabletRequest\x12\x16\n" +
+	"\x06schema\x18\x01 \x01(\fR\x06schema\x12\x1e\n" +
+	"\n" +
+	"descriptor\x18\x02 \x01(\fR\n" +
+	"descriptor\x12\x16\n" +
+	"\x06replay\x18\x03 \x01(\tR\x06replay\x12\x14\n" +
+	"\x05event\x18\x04 \x01(\tR\x05event\"G\n" +
+	"\x12LoadTabletResponse\x121\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x19.cellar.tablet.TabletInfoR\x06tablet\";\n" +
+	"\x13UnloadTabletRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\"\x16\n" +
+	"\x14UnloadTabletResponse\"\xa8\x01\n" +
+	"\x13PartitionLogRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12@\n" +
+	"\x04redo\x18\x02 \x03(\v2,.cellar.tablet.PartitionLogRequest.RedoEntryR\x04redo\x1a7\n" +
+	"\tRedoEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"B\n" +
+	"\x14PartitionLogResponse\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
+	"\atablets\x18\x02 \x03(\x04R\atablets\"G\n" +
+	"\x13MergeTabletsRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\f\n" +
+	"\x01a\x18\x02 \x01(\x04R\x01a\x12\f\n" +
+	"\x01b\x18\x03 \x01(\x04R\x01b\"I\n" +
+	"\x14MergeTabletsResponse\x121\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x19.cellar.tablet.TabletInfoR\x06tablet\"(\n" +
+	"\x10DropTableRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"\x13\n" +
+	"\x11DropTableResponse\"C\n" +
+	"\x13UpdateSchemaRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
+	"\x06schema\x18\x02 \x01(\fR\x06schema\"\x16\n" +
+	"\x14UpdateSchemaResponse2\x8e\n" +
+	"\n" +
 	"\fTabletServer\x12H\n" +
 	"\aReadRow\x12\x1d.cellar.tablet.ReadRowRequest\x1a\x1e.cellar.tablet.ReadRowResponse\x12A\n" +
 	"\x04Scan\x12\x1a.cellar.tablet.ScanRequest\x1a\x1b.cellar.tablet.ScanResponse0\x01\x12N\n" +
@@ -2034,7 +2666,14 @@ const file_tablet_proto_rawDesc = "" +
 	"\x0eCheckAndMutate\x12$.cellar.tablet.CheckAndMutateRequest\x1a%.cellar.tablet.CheckAndMutateResponse\x12Z\n" +
 	"\rSampleRowKeys\x12#.cellar.tablet.SampleRowKeysRequest\x1a$.cellar.tablet.SampleRowKeysResponse\x12T\n" +
 	"\vListTablets\x12!.cellar.tablet.ListTabletsRequest\x1a\".cellar.tablet.ListTabletsResponse\x12T\n" +
-	"\vCreateTable\x12!.cellar.tablet.CreateTableRequest\x1a\".cellar.tablet.CreateTableResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
+	"\vCreateTable\x12!.cellar.tablet.CreateTableRequest\x1a\".cellar.tablet.CreateTableResponse\x12Q\n" +
+	"\n" +
+	"LoadTablet\x12 .cellar.tablet.LoadTabletRequest\x1a!.cellar.tablet.LoadTabletResponse\x12W\n" +
+	"\fUnloadTablet\x12\".cellar.tablet.UnloadTabletRequest\x1a#.cellar.tablet.UnloadTabletResponse\x12W\n" +
+	"\fPartitionLog\x12\".cellar.tablet.PartitionLogRequest\x1a#.cellar.tablet.PartitionLogResponse\x12W\n" +
+	"\fMergeTablets\x12\".cellar.tablet.MergeTabletsRequest\x1a#.cellar.tablet.MergeTabletsResponse\x12N\n" +
+	"\tDropTable\x12\x1f.cellar.tablet.DropTableRequest\x1a .cellar.tablet.DropTableResponse\x12W\n" +
+	"\fUpdateSchema\x12\".cellar.tablet.UpdateSchemaRequest\x1a#.cellar.tablet.UpdateSchemaResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -2048,7 +2687,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 	return file_tablet_proto_rawDescData
 }
 
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_tablet_proto_goTypes = []any{
 	(*Cell)(nil),                         // 0: cellar.tablet.Cell
 	(*Row)(nil),                          // 1: cellar.tablet.Row
@@ -2076,63 +2715,91 @@ var file_tablet_proto_goTypes = []any{
 	(*ListTabletsResponse)(nil),          // 23: cellar.tablet.ListTabletsResponse
 	(*CreateTableRequest)(nil),           // 24: cellar.tablet.CreateTableRequest
 	(*CreateTableResponse)(nil),          // 25: cellar.tablet.CreateTableResponse
-	(*Mutation_SetCell)(nil),             // 26: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 27: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 28: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 29: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 30: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 31: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 32: cellar.tablet.SampleRowKeysResponse.Sample
+	(*LoadTabletRequest)(nil),            // 26: cellar.tablet.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 27: cellar.tablet.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 28: cellar.tablet.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 29: cellar.tablet.UnloadTabletResponse
+	(*PartitionLogRequest)(nil),          // 30: cellar.tablet.PartitionLogRequest
+	(*PartitionLogResponse)(nil),         // 31: cellar.tablet.PartitionLogResponse
+	(*MergeTabletsRequest)(nil),          // 32: cellar.tablet.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 33: cellar.tablet.MergeTabletsResponse
+	(*DropTableRequest)(nil),             // 34: cellar.tablet.DropTableRequest
+	(*DropTableResponse)(nil),            // 35: cellar.tablet.DropTableResponse
+	(*UpdateSchemaRequest)(nil),          // 36: cellar.tablet.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 37: cellar.tablet.UpdateSchemaResponse
+	(*Mutation_SetCell)(nil),             // 38: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 39: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 40: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 41: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 42: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 43: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 44: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 45: cellar.tablet.PartitionLogRequest.RedoEntry
 }
 var file_tablet_proto_depIdxs = []int32{
 	0,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
 	3,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
-	26, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	27, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	28, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	29, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	38, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	39, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	40, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	41, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
 	4,  // 6: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 7: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
 	2,  // 8: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
 	4,  // 9: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 10: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
 	5,  // 11: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	30, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	42, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
 	13, // 13: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	31, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	43, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
 	0,  // 15: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
 	4,  // 16: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
 	5,  // 17: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
 	5,  // 18: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
-	32, // 19: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	44, // 19: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
 	2,  // 20: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
 	22, // 21: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
 	22, // 22: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	3,  // 23: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	5,  // 24: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	6,  // 25: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	8,  // 26: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	10, // 27: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	12, // 28: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	15, // 29: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	17, // 30: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	19, // 31: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	21, // 32: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	24, // 33: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
-	7,  // 34: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	9,  // 35: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	11, // 36: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	14, // 37: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	16, // 38: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	18, // 39: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	20, // 40: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	23, // 41: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	25, // 42: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	34, // [34:43] is the sub-list for method output_type
-	25, // [25:34] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	22, // 23: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	45, // 24: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	22, // 25: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	3,  // 26: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	5,  // 27: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	6,  // 28: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	8,  // 29: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	10, // 30: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	12, // 31: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	15, // 32: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	17, // 33: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	19, // 34: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	21, // 35: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	24, // 36: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	26, // 37: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
+	28, // 38: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
+	30, // 39: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
+	32, // 40: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
+	34, // 41: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
+	36, // 42: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
+	7,  // 43: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	9,  // 44: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	11, // 45: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	14, // 46: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	16, // 47: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	18, // 48: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	20, // 49: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	23, // 50: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	25, // 51: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	27, // 52: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	29, // 53: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	31, // 54: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	33, // 55: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	35, // 56: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	37, // 57: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	43, // [43:58] is the sub-list for method output_type
+	28, // [28:43] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -2146,7 +2813,7 @@ func file_tablet_proto_init() {
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[31].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[43].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -2156,7 +2823,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,12 @@ const (
 	TabletServer_SampleRowKeys_FullMethodName   = "/cellar.tablet.TabletServer/SampleRowKeys"
 	TabletServer_ListTablets_FullMethodName     = "/cellar.tablet.TabletServer/ListTablets"
 	TabletServer_CreateTable_FullMethodName     = "/cellar.tablet.TabletServer/CreateTable"
+	TabletServer_LoadTablet_FullMethodName      = "/cellar.tablet.TabletServer/LoadTablet"
+	TabletServer_UnloadTablet_FullMethodName    = "/cellar.tablet.TabletServer/UnloadTablet"
+	TabletServer_PartitionLog_FullMethodName    = "/cellar.tablet.TabletServer/PartitionLog"
+	TabletServer_MergeTablets_FullMethodName    = "/cellar.tablet.TabletServer/MergeTablets"
+	TabletServer_DropTable_FullMethodName       = "/cellar.tablet.TabletServer/DropTable"
+	TabletServer_UpdateSchema_FullMethodName    = "/cellar.tablet.TabletServer/UpdateSchema"
 )
 
 // TabletServerClient is the client API for TabletServer service.
@@ -55,6 +61,21 @@ type TabletServerClient interface {
 	// CreateTable creates a table's tablets on this server, at the master's
 	// request.
 	CreateTable(ctx context.Context, in *CreateTableRequest, opts ...grpc.CallOption) (*CreateTableResponse, error)
+	// LoadTablet starts serving a tablet from its METADATA descriptor, and
+	// a piece of a dead server's log if it had unflushed writes.
+	LoadTablet(ctx context.Context, in *LoadTabletRequest, opts ...grpc.CallOption) (*LoadTabletResponse, error)
+	// UnloadTablet stops serving a tablet after two minor compactions, so
+	// that its next server loads it without any log.
+	UnloadTablet(ctx context.Context, in *UnloadTabletRequest, opts ...grpc.CallOption) (*UnloadTabletResponse, error)
+	// PartitionLog splits a dead server's commit log by tablet, reading it
+	// once (Bigtable §6).
+	PartitionLog(ctx context.Context, in *PartitionLogRequest, opts ...grpc.CallOption) (*PartitionLogResponse, error)
+	// MergeTablets joins two adjacent tablets the server serves.
+	MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error)
+	// DropTable stops serving a deleted table's tablets.
+	DropTable(ctx context.Context, in *DropTableRequest, opts ...grpc.CallOption) (*DropTableResponse, error)
+	// UpdateSchema applies a table's new schema to its tablets here.
+	UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error)
 }
 
 type tabletServerClient struct {
@@ -164,6 +185,66 @@ func (c *tabletServerClient) CreateTable(ctx context.Context, in *CreateTableReq
 	return out, nil
 }
 
+func (c *tabletServerClient) LoadTablet(ctx context.Context, in *LoadTabletRequest, opts ...grpc.CallOption) (*LoadTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LoadTabletResponse)
+	err := c.cc.Invoke(ctx, TabletServer_LoadTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) UnloadTablet(ctx context.Context, in *UnloadTabletRequest, opts ...grpc.CallOption) (*UnloadTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnloadTabletResponse)
+	err := c.cc.Invoke(ctx, TabletServer_UnloadTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) PartitionLog(ctx context.Context, in *PartitionLogRequest, opts ...grpc.CallOption) (*PartitionLogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PartitionLogResponse)
+	err := c.cc.Invoke(ctx, TabletServer_PartitionLog_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MergeTabletsResponse)
+	err := c.cc.Invoke(ctx, TabletServer_MergeTablets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) DropTable(ctx context.Context, in *DropTableRequest, opts ...grpc.CallOption) (*DropTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DropTableResponse)
+	err := c.cc.Invoke(ctx, TabletServer_DropTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateSchemaResponse)
+	err := c.cc.Invoke(ctx, TabletServer_UpdateSchema_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TabletServerServer is the server API for TabletServer service.
 // All implementations must embed UnimplementedTabletServerServer
 // for forward compatibility.
@@ -186,6 +267,21 @@ type TabletServerServer interface {
 	// CreateTable creates a table's tablets on this server, at the master's
 	// request.
 	CreateTable(context.Context, *CreateTableRequest) (*CreateTableResponse, error)
+	// LoadTablet starts serving a tablet from its METADATA descriptor, and
+	// a piece of a dead server's log if it had unflushed writes.
+	LoadTablet(context.Context, *LoadTabletRequest) (*LoadTabletResponse, error)
+	// UnloadTablet stops serving a tablet after two minor compactions, so
+	// that its next server loads it without any log.
+	UnloadTablet(context.Context, *UnloadTabletRequest) (*UnloadTabletResponse, error)
+	// PartitionLog splits a dead server's commit log by tablet, reading it
+	// once (Bigtable §6).
+	PartitionLog(context.Context, *PartitionLogRequest) (*PartitionLogResponse, error)
+	// MergeTablets joins two adjacent tablets the server serves.
+	MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error)
+	// DropTable stops serving a deleted table's tablets.
+	DropTable(context.Context, *DropTableRequest) (*DropTableResponse, error)
+	// UpdateSchema applies a table's new schema to its tablets here.
+	UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error)
 	mustEmbedUnimplementedTabletServerServer()
 }
 
@@ -222,6 +318,24 @@ func (UnimplementedTabletServerServer) ListTablets(context.Context, *ListTablets
 }
 func (UnimplementedTabletServerServer) CreateTable(context.Context, *CreateTableRequest) (*CreateTableResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateTable not implemented")
+}
+func (UnimplementedTabletServerServer) LoadTablet(context.Context, *LoadTabletRequest) (*LoadTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LoadTablet not implemented")
+}
+func (UnimplementedTabletServerServer) UnloadTablet(context.Context, *UnloadTabletRequest) (*UnloadTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnloadTablet not implemented")
+}
+func (UnimplementedTabletServerServer) PartitionLog(context.Context, *PartitionLogRequest) (*PartitionLogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PartitionLog not implemented")
+}
+func (UnimplementedTabletServerServer) MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MergeTablets not implemented")
+}
+func (UnimplementedTabletServerServer) DropTable(context.Context, *DropTableRequest) (*DropTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DropTable not implemented")
+}
+func (UnimplementedTabletServerServer) UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateSchema not implemented")
 }
 func (UnimplementedTabletServerServer) mustEmbedUnimplementedTabletServerServer() {}
 func (UnimplementedTabletServerServer) testEmbeddedByValue()                      {}
@@ -399,6 +513,114 @@ func _TabletServer_CreateTable_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TabletServer_LoadTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LoadTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).LoadTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_LoadTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).LoadTablet(ctx, req.(*LoadTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_UnloadTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnloadTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).UnloadTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_UnloadTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).UnloadTablet(ctx, req.(*UnloadTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_PartitionLog_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PartitionLogRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).PartitionLog(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_PartitionLog_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).PartitionLog(ctx, req.(*PartitionLogRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_MergeTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MergeTabletsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).MergeTablets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_MergeTablets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).MergeTablets(ctx, req.(*MergeTabletsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_DropTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DropTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).DropTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_DropTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).DropTable(ctx, req.(*DropTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_UpdateSchema_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateSchemaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).UpdateSchema(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_UpdateSchema_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).UpdateSchema(ctx, req.(*UpdateSchemaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TabletServer_ServiceDesc is the grpc.ServiceDesc for TabletServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -437,6 +659,30 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateTable",
 			Handler:    _TabletServer_CreateTable_Handler,
+		},
+		{
+			MethodName: "LoadTablet",
+			Handler:    _TabletServer_LoadTablet_Handler,
+		},
+		{
+			MethodName: "UnloadTablet",
+			Handler:    _TabletServer_UnloadTablet_Handler,
+		},
+		{
+			MethodName: "PartitionLog",
+			Handler:    _TabletServer_PartitionLog_Handler,
+		},
+		{
+			MethodName: "MergeTablets",
+			Handler:    _TabletServer_MergeTablets_Handler,
+		},
+		{
+			MethodName: "DropTable",
+			Handler:    _TabletServer_DropTable_Handler,
+		},
+		{
+			MethodName: "UpdateSchema",
+			Handler:    _TabletServer_UpdateSchema_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

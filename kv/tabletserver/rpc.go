@@ -7,11 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/commitlog"
+	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tablet"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
@@ -171,6 +175,9 @@ func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadR
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if err := s.serving(); err != nil {
+		return nil, err // the lock went during the read: its answer may be stale
+	}
 	cells := f.cells(row.Cells)
 	if !found || len(cells) == 0 {
 		return &pb.ReadRowResponse{}, nil
@@ -213,6 +220,9 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
+		}
+		if err := s.serving(); err != nil {
+			return err
 		}
 		err := stream.Send(&pb.ScanResponse{Rows: batch})
 		batch, size = nil, 0
@@ -279,6 +289,9 @@ func (s *Server) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.M
 	if err := s.opts.Store.Apply(ctx, req.Table, &model.RowMutation{Row: req.Row, Mutations: ms}); err != nil {
 		return nil, toStatus(err)
 	}
+	if err := s.stillServing(); err != nil {
+		return nil, err
+	}
 	return &pb.MutateRowResponse{}, nil
 }
 
@@ -310,6 +323,9 @@ func (s *Server) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb
 		}
 		if err == nil {
 			err = toStatus(s.opts.Store.Apply(ctx, req.Table, &model.RowMutation{Row: e.Row, Mutations: ms}))
+		}
+		if err == nil {
+			err = s.stillServing()
 		}
 		st, _ := status.FromError(err)
 		out.Statuses[i] = &pb.Status{Code: int32(st.Code()), Message: st.Message()}
@@ -373,6 +389,9 @@ func (s *Server) ReadModifyWrite(ctx context.Context, req *pb.ReadModifyWriteReq
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if err := s.stillServing(); err != nil {
+		return nil, err
+	}
 	return &pb.ReadModifyWriteResponse{Cells: rowToProto(model.Row{}, cells).Cells}, nil
 }
 
@@ -405,6 +424,9 @@ func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateReque
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if err := s.stillServing(); err != nil {
+		return nil, err
+	}
 	return &pb.CheckAndMutateResponse{PredicateMatched: matched}, nil
 }
 
@@ -436,7 +458,7 @@ func (s *Server) ListTablets(ctx context.Context, _ *pb.ListTabletsRequest) (*pb
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
-	out := &pb.ListTabletsResponse{Server: s.opts.ID}
+	out := &pb.ListTabletsResponse{Server: s.opts.ID, LowWater: s.opts.Store.LowWater()}
 	for _, t := range s.opts.Store.Tablets() {
 		r := t.Range()
 		out.Tablets = append(out.Tablets, &pb.TabletInfo{Id: t.ID(), Table: t.Table(),
@@ -469,4 +491,131 @@ func (s *Server) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*
 		}
 	}
 	return out, nil
+}
+
+func tabletInfo(t *tablet.Tablet) *pb.TabletInfo {
+	r := t.Range()
+	return &pb.TabletInfo{Id: t.ID(), Table: t.Table(), Range: &pb.RowRange{Start: r.Start, End: r.End}, SizeBytes: int64(t.Size())}
+}
+
+// LoadTablet starts serving a tablet at the master's request.
+func (s *Server) LoadTablet(ctx context.Context, req *pb.LoadTabletRequest) (*pb.LoadTabletResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	var schema model.Schema
+	if err := json.Unmarshal(req.Schema, &schema); err != nil {
+		return nil, invalid("schema: %v", err)
+	}
+	var d model.TabletDescriptor
+	if err := json.Unmarshal(req.Descriptor_, &d); err != nil {
+		return nil, invalid("descriptor: %v", err)
+	}
+	table := d.Table
+	if table == "" {
+		table = client.MetaTable
+	}
+	spec := tablet.LoadSpec{Table: table, Range: model.RowRange{Start: d.Start, End: d.End}, Schema: schema, Files: d.Files,
+		FlushedSeq: d.FlushedSeq, MaxTS: d.MaxTS, Event: req.Event}
+	if req.Replay != "" {
+		spec.Replay, spec.ReplayTablet = req.Replay, d.LogTablet
+	}
+	t, err := s.opts.Store.Load(ctx, spec)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.opts.Logf("tabletserver %s: loaded tablet %d %v of %q (%s)", s.opts.ID, t.ID(), t.Range(), t.Table(), req.Event)
+	return &pb.LoadTabletResponse{Tablet: tabletInfo(t)}, nil
+}
+
+// UnloadTablet stops serving a tablet, for a move.
+func (s *Server) UnloadTablet(ctx context.Context, req *pb.UnloadTabletRequest) (*pb.UnloadTabletResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	t, err := s.opts.Store.Tablet(req.Id)
+	if err != nil || t.Table() != req.Table {
+		return nil, notServing("tablet %d of %q is not served by %s", req.Id, req.Table, s.opts.ID)
+	}
+	if _, err := s.opts.Store.Unload(ctx, req.Id); err != nil {
+		return nil, toStatus(err)
+	}
+	s.opts.Logf("tabletserver %s: unloaded tablet %d %v of %q", s.opts.ID, t.ID(), t.Range(), t.Table())
+	return &pb.UnloadTabletResponse{}, nil
+}
+
+// PartitionLog splits a dead server's log by tablet, once.
+func (s *Server) PartitionLog(ctx context.Context, req *pb.PartitionLogRequest) (*pb.PartitionLogResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if s.opts.FS == nil {
+		return nil, status.Error(codes.FailedPrecondition, "this server has no shared file system")
+	}
+	if req.Server == "" || strings.ContainsAny(req.Server, "/\x00") || req.Server == s.opts.ID {
+		return nil, invalid("bad server to recover: %q", req.Server)
+	}
+	dir := dfs.Join(s.opts.DFSRoot, "logs", req.Server)
+	out := dfs.Join(s.opts.DFSRoot, "recovery", req.Server)
+	tablets, err := commitlog.Partition(ctx, s.opts.FS, dir, out, req.Redo, commitlog.Options{})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.PartitionLogResponse{Dir: out, Tablets: tablets}, nil
+}
+
+// MergeTablets joins two adjacent tablets.
+func (s *Server) MergeTablets(ctx context.Context, req *pb.MergeTabletsRequest) (*pb.MergeTabletsResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	for _, id := range []uint64{req.A, req.B} {
+		if t, err := s.opts.Store.Tablet(id); err != nil || t.Table() != req.Table {
+			return nil, notServing("tablet %d of %q is not served by %s", id, req.Table, s.opts.ID)
+		}
+	}
+	t, err := s.opts.Store.Merge(ctx, req.A, req.B)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.MergeTabletsResponse{Tablet: tabletInfo(t)}, nil
+}
+
+// DropTable stops serving a deleted table; the master removes its rows
+// from METADATA and its files go to the file GC.
+func (s *Server) DropTable(ctx context.Context, req *pb.DropTableRequest) (*pb.DropTableResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := s.opts.Store.DropTable(ctx, req.Table); err != nil && !errors.Is(err, model.ErrNotFound) {
+		return nil, toStatus(err)
+	}
+	return &pb.DropTableResponse{}, nil
+}
+
+// UpdateSchema applies a table's new schema to the tablets served here.
+func (s *Server) UpdateSchema(ctx context.Context, req *pb.UpdateSchemaRequest) (*pb.UpdateSchemaResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	var schema model.Schema
+	if err := json.Unmarshal(req.Schema, &schema); err != nil {
+		return nil, invalid("schema of %q: %v", req.Table, err)
+	}
+	if err := s.opts.Store.UpdateSchema(ctx, req.Table, schema); err != nil && !errors.Is(err, model.ErrNotFound) {
+		return nil, toStatus(err)
+	}
+	return &pb.UpdateSchemaResponse{}, nil
+}
+
+// stillServing is the fencing check after a request's work: a write made
+// durable after the server lost its lock may be missing from the log
+// piece a new server replays, and a read may miss writes the new server
+// took, so neither is acknowledged. The write's outcome is unknown to the
+// client, as with any failure after sending.
+func (s *Server) stillServing() error {
+	if err := s.serving(); err != nil {
+		return status.Errorf(codes.Unavailable, "outcome unknown: the server stopped serving during the request (%s)", status.Convert(err).Message())
+	}
+	return nil
 }

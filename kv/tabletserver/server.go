@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tablet"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
@@ -62,9 +63,17 @@ type Options struct {
 	// OnFatal is called once, from the server's own goroutine, when the
 	// server must stop for good (its file is gone).
 	OnFatal func(error)
-	// Meta, if set, is the client through which the server records its
-	// splits in METADATA (the store's Events.Split must call SplitHook).
+	// Meta is the client through which the server records its tablets'
+	// descriptors in METADATA (see catalog.go).
 	Meta *client.Client
+	// Root writes the root tablet's descriptor into the lock service.
+	Root RootWriter
+	// Catalog, the store's catalog, is bound to this server by New.
+	Catalog *Catalog
+	// FS and DFSRoot are the shared file system and its root, which hold
+	// every server's logs and SSTables.
+	FS      dfs.FS
+	DFSRoot string
 	// ReportSplit, if set, tells the master of a split once it is in
 	// METADATA. A failed report is only logged: the master's scan of the
 	// servers' tablets finds the split anyway.
@@ -96,6 +105,8 @@ func (o Options) Validate() error {
 		return errors.New("tabletserver: no address")
 	case o.Store == nil || o.Coord == nil:
 		return errors.New("tabletserver: a store and a lock service are required")
+	case o.Catalog != nil && (o.Meta == nil || o.Root == nil || o.FS == nil):
+		return errors.New("tabletserver: a store in shared mode needs a METADATA client, a root writer and the shared file system")
 	}
 	return nil
 }
@@ -121,7 +132,11 @@ type heldLock struct{ Lock }
 
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
-	return &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen)}
+	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen)}
+	if opts.Catalog != nil {
+		opts.Catalog.srv.Store(s)
+	}
+	return s
 }
 
 // Path is the server's file in the lock service.
@@ -140,10 +155,8 @@ func (s *Server) Open(ctx context.Context) error {
 	s.lock.Store(&heldLock{l})
 	s.wg.Add(1)
 	go s.watch(l)
-	if s.opts.Meta != nil {
-		s.wg.Add(1)
-		go s.recordSplits()
-	}
+	s.wg.Add(1)
+	go s.reportSplits()
 	return nil
 }
 

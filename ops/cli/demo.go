@@ -30,8 +30,8 @@ import (
 )
 
 // runDemo runs every part of cellar that exists in one process. Today
-// that is a Chubby cell of one or three replicas, one tablet server
-// registered in it, the master, and the HTTP status endpoints; the SQL
+// that is a Chubby cell of one or three replicas, three tablet servers
+// over one dfs root, the master, and the HTTP status endpoints; the SQL
 // gateway and the Bigtable API join them as they are built.
 func runDemo(args []string, env Env) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -40,7 +40,8 @@ func runDemo(args []string, env Env) int {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the status pages, /healthz and /readyz")
 	chubbyAddr := fs.String("chubby", DefaultChubbyAddr, "client address of the Chubby cell's first replica; the others take the next ports, and Raft the ports 100 above")
 	replicas := fs.Int("chubby-replicas", 1, "replicas in the Chubby cell: 1 or 3")
-	tsAddr := fs.String("tabletserver", "127.0.0.1:9100", "address of the tablet server's data RPCs")
+	tsAddr := fs.String("tabletserver", "127.0.0.1:9100", "address of the first tablet server's data RPCs; the others take the next ports (port 0: any free ports)")
+	tsCount := fs.Int("tabletservers", 3, "tablet servers to run")
 	masterAddr := fs.String("master", "127.0.0.1:9001", "address of the master's admin RPCs")
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
@@ -53,18 +54,16 @@ func runDemo(args []string, env Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	storeDir := filepath.Join(*data, "tabletserver")
-	if err := os.MkdirAll(storeDir, 0o755); err != nil {
-		return fail(env, "demo", err)
+	if *tsCount < 1 {
+		fmt.Fprintf(env.Stderr, "cellar demo: -tabletservers %d: at least one is needed\n", *tsCount)
+		return 2
 	}
-	var splits splitForwarder
-	store := tablet.New(dfs.NewLocal(storeDir), "", storeOptions(128<<20, &splits, stampedLog(env)))
-	if err := store.Open(ctx); err != nil {
-		return fail(env, "demo", fmt.Errorf("open %s: %w", storeDir, err))
+	dfsRoot := filepath.Join(*data, "dfs")
+	if err := os.MkdirAll(dfsRoot, 0o755); err != nil {
+		return fail(env, "demo", err)
 	}
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
-		store.Close(context.Background())
 		return fail(env, "demo", fmt.Errorf("status pages: %w", err))
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
@@ -72,22 +71,19 @@ func runDemo(args []string, env Env) int {
 	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env)
 	if err != nil {
 		ln.Close()
-		store.Close(context.Background())
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, store, &splits, cellReplicas, *tsAddr, *masterAddr, env)
+	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env)
 	if err != nil {
 		ln.Close()
-		store.Close(context.Background())
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", err)
 	}
-	srv.Handler = statusHandler(store, cellReplicas, roles.master, env.Version)
+	srv.Handler = statusHandler(roles.ts, cellReplicas, roles.master, env.Version)
 	go srv.Serve(ln)
 
-	st := store.Stats()
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
-	fmt.Fprintf(env.Stdout, "  data:    %s (%d tables, %d tablets)\n", *data, len(store.Tables()), len(st.Tablets))
+	fmt.Fprintf(env.Stdout, "  data:    %s (the dfs root is %s)\n", *data, dfsRoot)
 	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/healthz, /readyz)\n", ln.Addr())
 	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
 	lockFlag, chubbyFlag := "", ""
@@ -95,12 +91,14 @@ func runDemo(args []string, env Env) int {
 		lockFlag, chubbyFlag = "-addr "+a+" ", "-chubby "+a+" "
 	}
 	fmt.Fprintf(env.Stdout, "           try: cellar lock ls %s/ls/local/\n", lockFlag)
-	fmt.Fprintf(env.Stdout, "  tablet server: on %s, registered as %s\n", roles.tsAddr, roles.ts.srv.Path())
+	for i, ts := range roles.ts {
+		fmt.Fprintf(env.Stdout, "  tablet server: on %s, registered as %s\n", roles.tsAddrs[i], ts.srv.Path())
+	}
 	fmt.Fprintf(env.Stdout, "  master:  active, admin RPCs on %s; http://%s/servers lists the tablet servers\n", roles.masterAddr, ln.Addr())
 	fmt.Fprintf(env.Stdout, "           try: cellar table create %susers profile\n", chubbyFlag)
 	fmt.Fprintf(env.Stdout, "                cellar kv put %susers alice profile:name Alice\n", chubbyFlag)
 	fmt.Fprintf(env.Stdout, "                cellar kv scan %susers\n", chubbyFlag)
-	fmt.Fprintln(env.Stdout, "  not yet: moving tablets between servers, the SQL gateway (psql on 127.0.0.1:5433)")
+	fmt.Fprintln(env.Stdout, "  not yet: the SQL gateway (psql on 127.0.0.1:5433)")
 	fmt.Fprintln(env.Stdout, "           and the Bigtable API (127.0.0.1:8086); they arrive with later issues.")
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
@@ -108,7 +106,7 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintln(env.Stdout, "\nstopping...")
 	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = errors.Join(srv.Shutdown(shut), roles.close(shut), store.Close(shut))
+	err = errors.Join(srv.Shutdown(shut), roles.close(shut))
 	if closeReplicas(env, "demo", cellReplicas...) != 0 {
 		return 1
 	}
@@ -219,30 +217,31 @@ var statusPage = template.Must(template.New("status").Parse(`<!doctype html>
 <title>cellar status</title>
 <style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}</style>
 <h1>cellar {{.Version}}</h1>
+{{range .Servers}}<h2>tablet server {{.ID}}</h2>
 <p>Memtables: {{.Stats.MemtableBytes}} bytes. Commit log: {{.Stats.LogBytes}} bytes in {{.Stats.LogSegments}} segments.
-Block cache: {{.Stats.BlockCache.Bytes}} bytes, {{.Stats.BlockCache.Hits}} hits, {{.Stats.BlockCache.Misses}} misses.
-State generation {{.Stats.StateGeneration}}.</p>
+Block cache: {{.Stats.BlockCache.Bytes}} bytes, {{.Stats.BlockCache.Hits}} hits, {{.Stats.BlockCache.Misses}} misses.</p>
 <table>
 <tr><th>tablet</th><th>table</th><th>rows</th><th>memtable bytes</th><th>frozen</th><th>SSTables per locality group</th></tr>
 {{range .Stats.Tablets}}<tr><td>{{.ID}}</td><td>{{.Table}}</td><td>{{.Range}}</td><td>{{.MemtableBytes}}</td><td>{{.FrozenMemtables}}</td>
 <td>{{range .Groups}}{{.Name}}: {{len .Files}} {{end}}</td></tr>
 {{end}}</table>
+{{end}}
 `))
 
 // demoRoles are the kv processes the demo runs in-process.
 type demoRoles struct {
-	ts         *tsRole
-	tsAddr     string
+	ts         []*TabletServer
+	tsAddrs    []string
 	master     *master.Master
 	sess       *coordlock.Session // the master's
 	admin      *grpc.Server
 	masterAddr string
 }
 
-// startDemoRoles registers the demo's tablet server in the cell and starts
-// the master, both as clients of the cell over loopback, as the separate
-// processes would be.
-func startDemoRoles(ctx context.Context, store *tablet.Store, splits *splitForwarder, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
+// startDemoRoles registers the demo's tablet servers in the cell and
+// starts the master, all as clients of the cell over loopback, as the
+// separate processes would be.
+func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -250,51 +249,86 @@ func startDemoRoles(ctx context.Context, store *tablet.Store, splits *splitForwa
 	svc := func(principal string) *coordlock.Service {
 		return &coordlock.Service{Client: client.Options{Addrs: addrs, Principal: principal}}
 	}
-	ln, err := net.Listen("tcp", tsAddr)
-	if err != nil {
-		return nil, fmt.Errorf("tablet server: %w", err)
-	}
 	logf := stampedLog(env)
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	// A new name each run: a previous run's file may still be locked by its
-	// lapsing session; the master buries it once the session is gone.
-	id := fmt.Sprintf("demo-%d", time.Now().Unix())
-	role, err := startTSRole(openCtx, svc("tabletserver:"+id), store, splits, id, ln.Addr().String(), logf, nil)
+	roles := &demoRoles{}
+	host, port, err := net.SplitHostPort(tsAddr)
 	if err != nil {
-		ln.Close()
-		return nil, err
+		return nil, fmt.Errorf("tablet server address %q: %w", tsAddr, err)
 	}
-	go role.srv.Serve(ln)
+	first, _ := strconv.Atoi(port)
+	for i := range n {
+		addr := tsAddr
+		if first != 0 {
+			addr = net.JoinHostPort(host, strconv.Itoa(first+i))
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			roles.closeServers(context.Background())
+			return nil, fmt.Errorf("tablet server: %w", err)
+		}
+		// Each run registers new incarnations; the previous run's are
+		// buried by the master once their sessions lapse, and their
+		// tablets recovered from their logs.
+		name := fmt.Sprintf("demo%d", i+1)
+		role, err := StartTabletServer(openCtx, svc("tabletserver:"+name), TabletServerConfig{Name: name, Addr: ln.Addr().String(),
+			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logf: logf})
+		if err != nil {
+			ln.Close()
+			roles.closeServers(context.Background())
+			return nil, err
+		}
+		go role.srv.Serve(ln)
+		roles.ts = append(roles.ts, role)
+		roles.tsAddrs = append(roles.tsAddrs, ln.Addr().String())
+	}
 	msvc := svc("master")
 	sess, err := msvc.NewSession(openCtx)
 	if err != nil {
-		role.close(context.Background())
+		roles.closeServers(context.Background())
 		return nil, err
 	}
 	mln, err := net.Listen("tcp", masterAddr)
 	if err != nil {
 		sess.Close(context.Background())
-		role.close(context.Background())
+		roles.closeServers(context.Background())
 		return nil, fmt.Errorf("master: %w", err)
 	}
-	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf})
+	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf,
+		FS: dfs.NewLocal(dfsRoot)})
 	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
 	if err := m.Open(openCtx); err != nil {
 		mln.Close()
 		sess.Close(context.Background())
-		role.close(context.Background())
+		roles.closeServers(context.Background())
 		return nil, err
 	}
 	admin := grpc.NewServer()
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(mln)
-	return &demoRoles{ts: role, tsAddr: ln.Addr().String(), master: m, sess: sess, admin: admin, masterAddr: mln.Addr().String()}, nil
+	roles.master, roles.sess, roles.admin, roles.masterAddr = m, sess, admin, mln.Addr().String()
+	return roles, nil
 }
 
+func (r *demoRoles) closeServers(ctx context.Context) error {
+	var errs []error
+	// Every server flushes while all of them serve: a flush records in
+	// METADATA, which may be on any of them.
+	for _, ts := range r.ts {
+		errs = append(errs, ts.Flush(ctx))
+	}
+	for _, ts := range r.ts {
+		errs = append(errs, ts.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// close stops the master first, so that it does not reassign the tablets
+// of the servers as they stop.
 func (r *demoRoles) close(ctx context.Context) error {
 	r.admin.Stop()
-	return errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.ts.close(ctx))
+	return errors.Join(r.master.Close(ctx), r.sess.Close(ctx), r.closeServers(ctx))
 }
 
 // serversHandler serves a master's view of the tablet servers as JSON.
@@ -308,7 +342,7 @@ func serversHandler(m *master.Master) http.HandlerFunc {
 	}
 }
 
-func statusHandler(store *tablet.Store, replicas []*cell.Replica, m *master.Master, version string) http.Handler {
+func statusHandler(servers []*TabletServer, replicas []*cell.Replica, m *master.Master, version string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/servers", serversHandler(m))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -327,10 +361,18 @@ func statusHandler(store *tablet.Store, replicas []*cell.Replica, m *master.Mast
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		type server struct {
+			ID    string
+			Stats tablet.Stats
+		}
+		var list []server
+		for _, ts := range servers {
+			list = append(list, server{ts.store.Name(), ts.store.Stats()})
+		}
 		statusPage.Execute(w, struct {
 			Version string
-			Stats   tablet.Stats
-		}{version, store.Stats()})
+			Servers []server
+		}{version, list})
 	})
 	return mux
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cellardb/cellar/coord/client"
+	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/ops/coordlock"
@@ -31,6 +32,9 @@ func runMaster(args []string, env Env) int {
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
 	scan := fs.Duration("scan-interval", time.Second, "how often the master looks at the tablet servers")
+	dfsRoot := fs.String("dfs", "", "root of the tablet servers' shared file system, for the file GC (empty: no GC)")
+	mergeSize := fs.Int64("merge-size", 0, "merge two adjacent tablets on one server when their sizes add up to less than this many bytes (0: never)")
+	noBalance := fs.Bool("no-balance", false, "do not move tablets to even out the servers' tablet counts")
 	pos, err := parseFlags(fs, args, env, "CELLAR_MASTER")
 	if err != nil {
 		return 2
@@ -61,8 +65,12 @@ func runMaster(args []string, env Env) int {
 	}
 	defer sess.Close(context.Background())
 	fatal := make(chan error, 1)
-	m := master.New(master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
-		ScanInterval: *scan, Logf: stampedLog(env), OnFatal: func(err error) { fatal <- err }})
+	opts := master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
+		ScanInterval: *scan, Logf: stampedLog(env), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance}
+	if *dfsRoot != "" {
+		opts.FS = dfs.NewLocal(*dfsRoot)
+	}
+	m := master.New(opts)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })

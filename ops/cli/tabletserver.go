@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/cellardb/cellar/coord/client"
 	"github.com/cellardb/cellar/kv/dfs"
-	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/ops/coordlock"
 )
 
@@ -25,10 +23,10 @@ func runTabletServer(args []string, env Env) int {
 	fs := flag.NewFlagSet("tabletserver", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	host, _ := os.Hostname()
-	id := fs.String("id", fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().Unix()), "this server's name, unique in the cell: its file is /ls/<cell>/cellar/servers/<id>")
+	id := fs.String("id", host, "this server's name; each start registers as <id>-<start time in hex ms>, in /ls/<cell>/cellar/servers/")
 	listen := fs.String("listen", "127.0.0.1:9100", "address to serve the data RPCs on")
 	advertise := fs.String("advertise", "", "address clients reach the server at (default: the listening address)")
-	data := fs.String("data", "", "directory of the server's tablets and commit log (default ./cellar-data/tabletserver-<id>)")
+	dfsRoot := fs.String("dfs", filepath.Join("cellar-data", "dfs"), "root of the shared file system that every tablet server of the cluster mounts: commit logs and SSTables")
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
@@ -41,22 +39,13 @@ func runTabletServer(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "cellar tabletserver: unexpected argument %q\n", pos[0])
 		return 2
 	}
-	if *data == "" {
-		*data = filepath.Join("cellar-data", "tabletserver-"+*id)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := os.MkdirAll(*data, 0o755); err != nil {
+	if err := os.MkdirAll(*dfsRoot, 0o755); err != nil {
 		return fail(env, "tabletserver", err)
 	}
 	logf := stampedLog(env)
-	var splits splitForwarder
-	store := tablet.New(dfs.NewLocal(*data), "", storeOptions(*splitSize, &splits, logf))
-	if err := store.Open(ctx); err != nil {
-		return fail(env, "tabletserver", fmt.Errorf("open %s: %w", *data, err))
-	}
-	defer store.Close(context.Background())
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fail(env, "tabletserver", err)
@@ -68,7 +57,8 @@ func runTabletServer(args []string, env Env) int {
 	fatal := make(chan error, 1)
 	svc := &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby), Principal: "tabletserver:" + *id, Secret: *secret}}
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	role, err := startTSRole(openCtx, svc, store, &splits, *id, addr, logf, func(err error) { fatal <- err })
+	role, err := StartTabletServer(openCtx, svc, TabletServerConfig{Name: *id, Addr: addr, FS: dfs.NewLocal(*dfsRoot), SplitSize: *splitSize,
+		Logf: logf, OnFatal: func(err error) { fatal <- err }})
 	cancel()
 	if err != nil {
 		ln.Close()
@@ -77,14 +67,13 @@ func runTabletServer(args []string, env Env) int {
 	srv := role.srv
 	go srv.Serve(ln)
 	fmt.Fprintf(env.Stdout, "cellar tabletserver %s: %s serving on %s, registered as %s\n", env.Version, *id, addr, srv.Path())
-	fmt.Fprintf(env.Stdout, "  pid %s, data in %s\n", strconv.Itoa(os.Getpid()), *data)
+	fmt.Fprintf(env.Stdout, "  pid %s, dfs root %s\n", strconv.Itoa(os.Getpid()), *dfsRoot)
 
 	select {
 	case <-ctx.Done():
 		shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		err := errors.Join(role.close(shut), store.FlushAll(shut))
-		if err != nil {
+		if err := role.Close(shut); err != nil {
 			return fail(env, "tabletserver", err)
 		}
 		fmt.Fprintln(env.Stdout, "stopped cleanly; the lock is released")
@@ -92,7 +81,7 @@ func runTabletServer(args []string, env Env) int {
 	case err := <-fatal:
 		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		role.close(shut)
+		role.Close(shut)
 		return fail(env, "tabletserver", fmt.Errorf("%w: the master has taken this server's tablets away; exiting", err))
 	}
 }

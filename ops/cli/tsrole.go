@@ -5,25 +5,57 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	kvclient "github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/kv/tabletserver"
 	"github.com/cellardb/cellar/ops/coordlock"
 )
 
-// tsRole is a tablet server wired to the cell: its lock file, and a
-// session through which it records splits in METADATA and reports them to
-// the master. cellar tabletserver and cellar demo both run one.
-type tsRole struct {
-	srv  *tabletserver.Server
-	sess *coordlock.Session
-	meta *kvclient.Client
+// TabletServer is a tablet server wired to the cell and the shared dfs: its
+// store (in shared mode, with METADATA as its catalog), its lock file,
+// and a session through which it records its tablets in METADATA and
+// reports splits to the master. cellar tabletserver and cellar demo both
+// run them.
+type TabletServer struct {
+	srv   *tabletserver.Server
+	store *tablet.Store
+	sess  *coordlock.Session
+	meta  *kvclient.Client
+	logf  func(string, ...any)
+}
+
+// Server returns the server, to serve RPCs on a listener.
+func (r *TabletServer) Server() *tabletserver.Server { return r.srv }
+
+// Store returns the server's store.
+func (r *TabletServer) Store() *tablet.Store { return r.store }
+
+// TabletServerConfig configures one tablet server.
+type TabletServerConfig struct {
+	// Name is the server's name; each start registers a new incarnation,
+	// Name-<start time>, whose log no earlier run ever wrote.
+	Name      string
+	Addr      string
+	FS        dfs.FS
+	DFSRoot   string
+	SplitSize int64
+	// MemtableSize, if set, overrides the store's default.
+	MemtableSize int64
+	Logf         func(string, ...any)
+	OnFatal      func(error)
+}
+
+// incarnation names one run of a server.
+func incarnation(name string, now time.Time) string {
+	return fmt.Sprintf("%s-%x", name, now.UnixMilli())
 }
 
 // splitForwarder is a store's split hook that reaches the server once it
-// exists: the store must open (and recover) before the server is made.
+// exists: the store must open before the server is made.
 type splitForwarder struct {
 	srv atomic.Pointer[tabletserver.Server]
 }
@@ -35,36 +67,74 @@ func (f *splitForwarder) split(parent uint64, children [2]uint64, key []byte) {
 }
 
 // storeOptions are the options of a tablet server's store.
-func storeOptions(splitSize int64, f *splitForwarder, logf func(string, ...any)) tablet.Options {
-	return tablet.Options{SplitSize: splitSize, KeepWhole: tabletserver.KeepWhole, Events: tablet.Events{
+func storeOptions(splitSize int64, f *splitForwarder, shared *tablet.Shared, logf func(string, ...any)) tablet.Options {
+	return tablet.Options{SplitSize: splitSize, KeepWhole: tabletserver.KeepWhole, Shared: shared, Events: tablet.Events{
 		BackgroundError: func(id uint64, err error) { logf("tablet %d: background work failed (will retry): %v", id, err) },
 		LogCorruption:   func(err error) { logf("commit log: recovery stopped at corrupt data: %v", err) },
 		Split:           f.split,
 	}}
 }
 
-// startTSRole opens the server's session and registers the server.
-func startTSRole(ctx context.Context, svc *coordlock.Service, store *tablet.Store, f *splitForwarder,
-	id, addr string, logf func(string, ...any), onFatal func(error)) (*tsRole, error) {
+// StartTabletServer opens the server's session and store, and registers
+// the server. cellar tabletserver, cellar demo and the cluster tests use
+// it.
+func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletServerConfig) (*TabletServer, error) {
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
 	sess, err := svc.NewSession(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the Chubby cell: %w", err)
 	}
-	meta := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
-	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: addr, Store: store, Logf: logf, OnFatal: onFatal,
-		Meta: meta, ReportSplit: master.SplitReporter(sess.MasterAddr("")), Coord: coordlock.ForTabletServer{Service: svc}})
-	f.srv.Store(srv)
+	id := incarnation(cfg.Name, time.Now())
+	root := coordlock.RootFile{Session: sess}
+	meta := kvclient.New(kvclient.Options{Root: root})
+	var catalog tabletserver.Catalog
+	var splits splitForwarder
+	shared := &tablet.Shared{Name: id, Catalog: &catalog, NoStall: func(t string) bool { return t == kvclient.MetaTable }}
+	opts := storeOptions(cfg.SplitSize, &splits, shared, cfg.Logf)
+	opts.MemtableSize = cfg.MemtableSize
+	store := tablet.New(cfg.FS, cfg.DFSRoot, opts)
+	if err := store.Open(ctx); err != nil {
+		meta.Close()
+		sess.Close(context.Background())
+		return nil, fmt.Errorf("open the store on the dfs at %s: %w", cfg.DFSRoot, err)
+	}
+	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: cfg.Addr, Store: store, Logf: cfg.Logf, OnFatal: cfg.OnFatal,
+		Meta: meta, Root: root, Catalog: &catalog, FS: cfg.FS, DFSRoot: cfg.DFSRoot,
+		ReportSplit: master.SplitReporter(sess.MasterAddr("")), Coord: coordlock.ForTabletServer{Service: svc}})
+	splits.srv.Store(srv)
 	if err := srv.Open(ctx); err != nil {
+		store.Close(context.Background())
 		meta.Close()
 		sess.Close(context.Background())
 		return nil, err
 	}
-	return &tsRole{srv: srv, sess: sess, meta: meta}, nil
+	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, logf: cfg.Logf}, nil
 }
 
-// close stops the server, releasing its lock, and ends its session.
-func (r *tsRole) close(ctx context.Context) error {
+// Flush does the final minor compactions, so that the servers that take
+// the tablets over replay little log. It needs METADATA's servers up.
+func (r *TabletServer) Flush(ctx context.Context) error { return r.store.FlushAll(ctx) }
+
+// Close flushes the tablets (best effort: what fails to flush stays in
+// the log, which the next server replays), stops the server, releasing its
+// lock so that the master reassigns its tablets at once, and closes the
+// store and the session.
+func (r *TabletServer) Close(ctx context.Context) error {
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := r.store.FlushAll(fctx); err != nil {
+		r.logf("final flush (the log keeps the rest): %v", err)
+	}
+	cancel()
+	return r.Abandon(ctx)
+}
+
+// Abandon stops the server without flushing its tablets, releasing its
+// lock: the master then recovers the tablets from its log, as after a
+// crash.
+func (r *TabletServer) Abandon(ctx context.Context) error {
 	err := r.srv.Close(ctx)
 	r.meta.Close()
-	return errors.Join(err, r.sess.Close(ctx))
+	return errors.Join(err, r.store.Close(ctx), r.sess.Close(ctx))
 }

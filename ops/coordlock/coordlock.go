@@ -19,6 +19,7 @@ import (
 	"github.com/cellardb/cellar/coord"
 	"github.com/cellardb/cellar/coord/client"
 	"github.com/cellardb/cellar/kv/master"
+	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tabletserver"
 )
 
@@ -336,6 +337,27 @@ func (s *Session) TakeAndDelete(ctx context.Context, path string) (bool, error) 
 	return true, nil
 }
 
+// DeleteFile deletes a file; a missing one is not an error.
+func (s *Session) DeleteFile(ctx context.Context, path string) error {
+	h, _, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
+	if errors.Is(err, coord.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	if err := h.Delete(ctx); err != nil && !errors.Is(err, coord.ErrInvalidHandle) {
+		return err
+	}
+	return nil
+}
+
+// DeleteFile implements master.Coordinator.
+func (m ForMaster) DeleteFile(ctx context.Context, path string) error {
+	return m.Session.DeleteFile(ctx, path)
+}
+
 // Close ends the session.
 func (s *Session) Close(ctx context.Context) error { return s.C.Close(ctx) }
 
@@ -395,7 +417,24 @@ func (r RootFile) Root(ctx context.Context) (string, error) {
 	if path == "" {
 		path = "/ls/local/cellar/root"
 	}
-	return r.Session.readLocation(ctx, path, "no master has set up METADATA yet")
+	data, err := r.Session.readLocation(ctx, path, "no master has set up METADATA yet")
+	if err != nil {
+		return "", err
+	}
+	d, err := model.ParseRootFile([]byte(data))
+	if err != nil {
+		return "", err
+	}
+	return d.Addr, nil
+}
+
+// WriteRoot implements kv/tabletserver.RootWriter.
+func (r RootFile) WriteRoot(ctx context.Context, descriptor []byte) error {
+	path := r.Path
+	if path == "" {
+		path = "/ls/local/cellar/root"
+	}
+	return r.Session.WriteFile(ctx, path, descriptor)
 }
 
 // readLocation reads an address from a file that a role writes, and says
