@@ -42,6 +42,7 @@ soak:
 	CELLAR_FSM_SEEDS=500 $(GO) test -timeout 60m -run 'TestRandomDeterminismAndSnapshots' ./coord/fsm/
 	$(GO) test -count=20 -timeout 60m -run 'TestFailoverUnderLoad|TestLinearizableUnderLeaderKills|TestSessionExpiry|TestSequencerFencing' ./coord/cell/
 	$(GO) test -count=5 -timeout 60m -run 'TestChubbyProcessesSurviveKill9' ./tests/
+	$(GO) test -count=10 -timeout 60m -run 'TestKVClusterProcesses|TestFencingAfterSIGSTOP|TestTabletServerCrashRecovery|TestSplitsUnderLoad|TestFileGC' ./tests/
 	$(MAKE) fuzz
 
 fuzz:

@@ -134,7 +134,8 @@ func TestDemoCellSurvivesRestart(t *testing.T) {
 // the command line.
 func TestTableAndKVCLIAgainstDemo(t *testing.T) {
 	bin := buildCellar(t)
-	d := startDemo(t, bin, t.TempDir())
+	data := t.TempDir()
+	d := startDemo(t, bin, data)
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(bin, append(args[:2:2], append([]string{"-chubby", d.chubby}, args[2:]...)...)...)
@@ -161,6 +162,34 @@ func TestTableAndKVCLIAgainstDemo(t *testing.T) {
 	bad := exec.Command(bin, "kv", "put", "-chubby", d.chubby, "users", "x", "nofamily:q", "v")
 	if msg, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(msg), "nofamily") {
 		t.Fatalf("a put to an unknown family: %v %s", err, msg)
+	}
+
+	// Schema changes: a family added takes writes; a family dropped takes
+	// its data with it.
+	run("table", "alter", "users", "profile", "extra")
+	run("kv", "put", "users", "alice", "extra:x", "1")
+	if out := run("kv", "get", "users", "alice"); !strings.Contains(out, "extra:x") {
+		t.Fatalf("kv get after adding a family: %q", out)
+	}
+	if msg, err := exec.Command(bin, "kv", "put", "-chubby", d.chubby, "users", "x", "stats:n", "1").CombinedOutput(); err == nil {
+		t.Fatalf("a put to a dropped family succeeded: %s", msg)
+	}
+	run("table", "create", "scratch", "f")
+	run("kv", "put", "scratch", "r", "f:q", "v")
+	run("table", "drop", "scratch")
+	if out := run("table", "ls"); out != "users\tprofile,extra\n" {
+		t.Fatalf("table ls after alter and drop: %q", out)
+	}
+	if msg, err := exec.Command(bin, "kv", "get", "-chubby", d.chubby, "scratch", "r").CombinedOutput(); err == nil || !strings.Contains(string(msg), "not found") {
+		t.Fatalf("reading a dropped table: %v %s", err, msg)
+	}
+
+	// The data survives a restart of the demo: the new run's master buries
+	// the old servers and recovers their tablets.
+	d.stop(t)
+	d = startDemo(t, bin, data)
+	if out := run("kv", "scan", "users"); !strings.Contains(out, "zoe\tprofile:name") || !strings.Contains(out, "alice\textra:x") {
+		t.Fatalf("kv scan after a restart: %q", out)
 	}
 	d.stop(t)
 }

@@ -34,6 +34,26 @@ func (a AdminServer) CreateTable(ctx context.Context, req *masterpb.CreateTableR
 	return &masterpb.CreateTableResponse{}, nil
 }
 
+// DeleteTable implements masterpb.MasterServer.
+func (a AdminServer) DeleteTable(ctx context.Context, req *masterpb.DeleteTableRequest) (*masterpb.DeleteTableResponse, error) {
+	if err := a.M.DeleteTable(ctx, req.Table); err != nil {
+		return nil, asStatus(err)
+	}
+	return &masterpb.DeleteTableResponse{}, nil
+}
+
+// UpdateSchema implements masterpb.MasterServer.
+func (a AdminServer) UpdateSchema(ctx context.Context, req *masterpb.UpdateSchemaRequest) (*masterpb.UpdateSchemaResponse, error) {
+	var schema model.Schema
+	if err := json.Unmarshal(req.Schema, &schema); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "schema of %q: %v", req.Table, err)
+	}
+	if err := a.M.UpdateSchema(ctx, req.Table, schema); err != nil {
+		return nil, asStatus(err)
+	}
+	return &masterpb.UpdateSchemaResponse{}, nil
+}
+
 // ListTables implements masterpb.MasterServer.
 func (a AdminServer) ListTables(ctx context.Context, _ *masterpb.ListTablesRequest) (*masterpb.ListTablesResponse, error) {
 	files, err := a.M.opts.Coord.List(ctx, a.M.opts.Dir+"/schema")

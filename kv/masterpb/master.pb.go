@@ -315,6 +315,175 @@ func (*ReportSplitResponse) Descriptor() ([]byte, []int) {
 	return file_master_proto_rawDescGZIP(), []int{5}
 }
 
+type DeleteTableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTableRequest) Reset() {
+	*x = DeleteTableRequest{}
+	mi := &file_master_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTableRequest) ProtoMessage() {}
+
+func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTableRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTableRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DeleteTableRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type DeleteTableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTableResponse) Reset() {
+	*x = DeleteTableResponse{}
+	mi := &file_master_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTableResponse) ProtoMessage() {}
+
+func (x *DeleteTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTableResponse.ProtoReflect.Descriptor instead.
+func (*DeleteTableResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{7}
+}
+
+type UpdateSchemaRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// schema is the table's new schema as JSON (kv/model.Schema).
+	Schema        []byte `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSchemaRequest) Reset() {
+	*x = UpdateSchemaRequest{}
+	mi := &file_master_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSchemaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSchemaRequest) ProtoMessage() {}
+
+func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *UpdateSchemaRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *UpdateSchemaRequest) GetSchema() []byte {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+type UpdateSchemaResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSchemaResponse) Reset() {
+	*x = UpdateSchemaResponse{}
+	mi := &file_master_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSchemaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSchemaResponse) ProtoMessage() {}
+
+func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{9}
+}
+
 type ListTablesResponse_Table struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -325,7 +494,7 @@ type ListTablesResponse_Table struct {
 
 func (x *ListTablesResponse_Table) Reset() {
 	*x = ListTablesResponse_Table{}
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -337,7 +506,7 @@ func (x *ListTablesResponse_Table) String() string {
 func (*ListTablesResponse_Table) ProtoMessage() {}
 
 func (x *ListTablesResponse_Table) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,12 +559,21 @@ const file_master_proto_rawDesc = "" +
 	"lowerStart\x12\x14\n" +
 	"\x05split\x18\x04 \x01(\fR\x05split\x12\x1b\n" +
 	"\tupper_end\x18\x05 \x01(\fR\bupperEnd\"\x15\n" +
-	"\x13ReportSplitResponse2\x87\x02\n" +
+	"\x13ReportSplitResponse\"*\n" +
+	"\x12DeleteTableRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"\x15\n" +
+	"\x13DeleteTableResponse\"C\n" +
+	"\x13UpdateSchemaRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
+	"\x06schema\x18\x02 \x01(\fR\x06schema\"\x16\n" +
+	"\x14UpdateSchemaResponse2\xb6\x03\n" +
 	"\x06Master\x12T\n" +
 	"\vCreateTable\x12!.cellar.master.CreateTableRequest\x1a\".cellar.master.CreateTableResponse\x12Q\n" +
 	"\n" +
 	"ListTables\x12 .cellar.master.ListTablesRequest\x1a!.cellar.master.ListTablesResponse\x12T\n" +
-	"\vReportSplit\x12!.cellar.master.ReportSplitRequest\x1a\".cellar.master.ReportSplitResponseB(Z&github.com/cellardb/cellar/kv/masterpbb\x06proto3"
+	"\vReportSplit\x12!.cellar.master.ReportSplitRequest\x1a\".cellar.master.ReportSplitResponse\x12T\n" +
+	"\vDeleteTable\x12!.cellar.master.DeleteTableRequest\x1a\".cellar.master.DeleteTableResponse\x12W\n" +
+	"\fUpdateSchema\x12\".cellar.master.UpdateSchemaRequest\x1a#.cellar.master.UpdateSchemaResponseB(Z&github.com/cellardb/cellar/kv/masterpbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -409,7 +587,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_master_proto_goTypes = []any{
 	(*CreateTableRequest)(nil),       // 0: cellar.master.CreateTableRequest
 	(*CreateTableResponse)(nil),      // 1: cellar.master.CreateTableResponse
@@ -417,21 +595,29 @@ var file_master_proto_goTypes = []any{
 	(*ListTablesResponse)(nil),       // 3: cellar.master.ListTablesResponse
 	(*ReportSplitRequest)(nil),       // 4: cellar.master.ReportSplitRequest
 	(*ReportSplitResponse)(nil),      // 5: cellar.master.ReportSplitResponse
-	(*ListTablesResponse_Table)(nil), // 6: cellar.master.ListTablesResponse.Table
+	(*DeleteTableRequest)(nil),       // 6: cellar.master.DeleteTableRequest
+	(*DeleteTableResponse)(nil),      // 7: cellar.master.DeleteTableResponse
+	(*UpdateSchemaRequest)(nil),      // 8: cellar.master.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),     // 9: cellar.master.UpdateSchemaResponse
+	(*ListTablesResponse_Table)(nil), // 10: cellar.master.ListTablesResponse.Table
 }
 var file_master_proto_depIdxs = []int32{
-	6, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
-	0, // 1: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
-	2, // 2: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
-	4, // 3: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
-	1, // 4: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
-	3, // 5: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
-	5, // 6: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
-	4, // [4:7] is the sub-list for method output_type
-	1, // [1:4] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	10, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
+	0,  // 1: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
+	2,  // 2: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
+	4,  // 3: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
+	6,  // 4: cellar.master.Master.DeleteTable:input_type -> cellar.master.DeleteTableRequest
+	8,  // 5: cellar.master.Master.UpdateSchema:input_type -> cellar.master.UpdateSchemaRequest
+	1,  // 6: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
+	3,  // 7: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
+	5,  // 8: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
+	7,  // 9: cellar.master.Master.DeleteTable:output_type -> cellar.master.DeleteTableResponse
+	9,  // 10: cellar.master.Master.UpdateSchema:output_type -> cellar.master.UpdateSchemaResponse
+	6,  // [6:11] is the sub-list for method output_type
+	1,  // [1:6] is the sub-list for method input_type
+	1,  // [1:1] is the sub-list for extension type_name
+	1,  // [1:1] is the sub-list for extension extendee
+	0,  // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -445,7 +631,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

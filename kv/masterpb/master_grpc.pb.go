@@ -22,9 +22,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Master_CreateTable_FullMethodName = "/cellar.master.Master/CreateTable"
-	Master_ListTables_FullMethodName  = "/cellar.master.Master/ListTables"
-	Master_ReportSplit_FullMethodName = "/cellar.master.Master/ReportSplit"
+	Master_CreateTable_FullMethodName  = "/cellar.master.Master/CreateTable"
+	Master_ListTables_FullMethodName   = "/cellar.master.Master/ListTables"
+	Master_ReportSplit_FullMethodName  = "/cellar.master.Master/ReportSplit"
+	Master_DeleteTable_FullMethodName  = "/cellar.master.Master/DeleteTable"
+	Master_UpdateSchema_FullMethodName = "/cellar.master.Master/UpdateSchema"
 )
 
 // MasterClient is the client API for Master service.
@@ -36,6 +38,11 @@ type MasterClient interface {
 	// ReportSplit tells the master that a server split a tablet and
 	// recorded both halves in METADATA.
 	ReportSplit(ctx context.Context, in *ReportSplitRequest, opts ...grpc.CallOption) (*ReportSplitResponse, error)
+	// DeleteTable deletes a table and, through the file GC, its data.
+	DeleteTable(ctx context.Context, in *DeleteTableRequest, opts ...grpc.CallOption) (*DeleteTableResponse, error)
+	// UpdateSchema replaces a table's schema: families added, dropped (with
+	// their data) or given new GC rules.
+	UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error)
 }
 
 type masterClient struct {
@@ -76,6 +83,26 @@ func (c *masterClient) ReportSplit(ctx context.Context, in *ReportSplitRequest, 
 	return out, nil
 }
 
+func (c *masterClient) DeleteTable(ctx context.Context, in *DeleteTableRequest, opts ...grpc.CallOption) (*DeleteTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteTableResponse)
+	err := c.cc.Invoke(ctx, Master_DeleteTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateSchemaResponse)
+	err := c.cc.Invoke(ctx, Master_UpdateSchema_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -85,6 +112,11 @@ type MasterServer interface {
 	// ReportSplit tells the master that a server split a tablet and
 	// recorded both halves in METADATA.
 	ReportSplit(context.Context, *ReportSplitRequest) (*ReportSplitResponse, error)
+	// DeleteTable deletes a table and, through the file GC, its data.
+	DeleteTable(context.Context, *DeleteTableRequest) (*DeleteTableResponse, error)
+	// UpdateSchema replaces a table's schema: families added, dropped (with
+	// their data) or given new GC rules.
+	UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -103,6 +135,12 @@ func (UnimplementedMasterServer) ListTables(context.Context, *ListTablesRequest)
 }
 func (UnimplementedMasterServer) ReportSplit(context.Context, *ReportSplitRequest) (*ReportSplitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportSplit not implemented")
+}
+func (UnimplementedMasterServer) DeleteTable(context.Context, *DeleteTableRequest) (*DeleteTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteTable not implemented")
+}
+func (UnimplementedMasterServer) UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateSchema not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -179,6 +217,42 @@ func _Master_ReportSplit_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_DeleteTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).DeleteTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_DeleteTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).DeleteTable(ctx, req.(*DeleteTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_UpdateSchema_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateSchemaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).UpdateSchema(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_UpdateSchema_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).UpdateSchema(ctx, req.(*UpdateSchemaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -197,6 +271,14 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportSplit",
 			Handler:    _Master_ReportSplit_Handler,
+		},
+		{
+			MethodName: "DeleteTable",
+			Handler:    _Master_DeleteTable_Handler,
+		},
+		{
+			MethodName: "UpdateSchema",
+			Handler:    _Master_UpdateSchema_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -46,8 +46,9 @@ func (cf *clusterFlags) session(ctx context.Context) (*coordlock.Session, error)
 
 // runTable manages tables through the active master.
 func runTable(args []string, env Env) int {
-	usage := "usage: cellar table create [-splits a,b] NAME FAMILY...   |   cellar table ls"
-	if len(args) == 0 || (args[0] != "create" && args[0] != "ls") {
+	usage := "usage: cellar table create [-splits a,b] NAME FAMILY... | alter NAME FAMILY... | drop NAME | ls"
+	minArgs := map[string]int{"create": 2, "alter": 2, "drop": 1, "ls": 0}
+	if _, ok := minArgs[args0(args)]; !ok {
 		fmt.Fprintln(env.Stderr, usage)
 		return 2
 	}
@@ -60,7 +61,7 @@ func runTable(args []string, env Env) int {
 	if err != nil {
 		return 2
 	}
-	if (args[0] == "create" && len(pos) < 2) || (args[0] == "ls" && len(pos) > 0) {
+	if len(pos) < minArgs[args[0]] || (args[0] == "ls" && len(pos) > 0) || (args[0] == "drop" && len(pos) != 1) {
 		fmt.Fprintln(env.Stderr, usage)
 		return 2
 	}
@@ -99,6 +100,41 @@ func runTable(args []string, env Env) int {
 			return fail(env, name, err)
 		}
 		fmt.Fprintf(env.Stdout, "created table %s\n", pos[0])
+	case "alter":
+		// The new family list: families not named are dropped with their
+		// data, new ones added; GC rules of the kept ones stay.
+		resp, err := m.ListTables(ctx, &masterpb.ListTablesRequest{})
+		if err != nil {
+			return fail(env, name, err)
+		}
+		var old model.Schema
+		found := false
+		for _, t := range resp.Tables {
+			if t.Name == pos[0] {
+				found = json.Unmarshal(t.Schema, &old) == nil
+			}
+		}
+		if !found {
+			return fail(env, name, fmt.Errorf("table %q does not exist", pos[0]))
+		}
+		next := model.Schema{LocalityGroups: old.LocalityGroups}
+		for _, f := range pos[1:] {
+			fam, ok := old.Family(f)
+			if !ok {
+				fam = model.Family{Name: f}
+			}
+			next.Families = append(next.Families, fam)
+		}
+		js, _ := json.Marshal(next)
+		if _, err := m.UpdateSchema(ctx, &masterpb.UpdateSchemaRequest{Table: pos[0], Schema: js}); err != nil {
+			return fail(env, name, err)
+		}
+		fmt.Fprintf(env.Stdout, "table %s has families %s\n", pos[0], strings.Join(pos[1:], ","))
+	case "drop":
+		if _, err := m.DeleteTable(ctx, &masterpb.DeleteTableRequest{Table: pos[0]}); err != nil {
+			return fail(env, name, err)
+		}
+		fmt.Fprintf(env.Stdout, "dropped table %s\n", pos[0])
 	case "ls":
 		resp, err := m.ListTables(ctx, &masterpb.ListTablesRequest{})
 		if err != nil {
@@ -115,6 +151,13 @@ func runTable(args []string, env Env) int {
 		}
 	}
 	return 0
+}
+
+func args0(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
 
 // runKV reads and writes rows through the client library.

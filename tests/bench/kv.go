@@ -91,13 +91,32 @@ func (c *masterCoord) WriteFile(_ context.Context, p string, d []byte) error {
 	c.files[p] = d
 	return nil
 }
+func (c *masterCoord) DeleteFile(_ context.Context, p string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.files, p)
+	return nil
+}
 
+// staticRoot is the root file in masterCoord, for the clients and the
+// tablet server's catalog.
 type staticRoot struct{ c *masterCoord }
 
+const rootPath = "/ls/local/cellar/root"
+
 func (r staticRoot) Root(ctx context.Context) (string, error) {
-	d, _, _ := r.c.ReadFile(ctx, "/ls/local/cellar/root")
-	return string(d), nil
+	d, ok, _ := r.c.ReadFile(ctx, rootPath)
+	if !ok {
+		return "", fmt.Errorf("no root file yet")
+	}
+	desc, err := model.ParseRootFile(d)
+	if err != nil {
+		return "", err
+	}
+	return desc.Addr, nil
 }
+
+func (r staticRoot) WriteRoot(ctx context.Context, d []byte) error { return r.c.WriteFile(ctx, rootPath, d) }
 
 type kvResult struct {
 	name string
@@ -109,7 +128,13 @@ type kvResult struct {
 func runKVSuite(kc kvConfig, base string) (text, md string, err error) {
 	ctx := context.Background()
 	dir := filepath.Join(base, "kv")
-	store := tablet.New(dfs.NewLocal(dir), "", tablet.Options{BlockCacheSize: 32 << 20})
+	mc := &masterCoord{files: map[string][]byte{}}
+	// The tablet server as a cluster runs it: a store in shared mode whose
+	// catalog is METADATA, on the same server.
+	var catalog tabletserver.Catalog
+	fs := dfs.NewLocal(dir)
+	store := tablet.New(fs, "", tablet.Options{BlockCacheSize: 32 << 20, KeepWhole: tabletserver.KeepWhole,
+		Shared: &tablet.Shared{Name: "ts1", Catalog: &catalog, NoStall: func(t string) bool { return t == client.MetaTable }}})
 	if err := store.Open(ctx); err != nil {
 		return "", "", err
 	}
@@ -118,13 +143,16 @@ func runKVSuite(kc kvConfig, base string) (text, md string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	ts := tabletserver.New(tabletserver.Options{ID: "ts1", Addr: ln.Addr().String(), Store: store, Coord: tsCoord{}})
+	meta := client.New(client.Options{Root: staticRoot{mc}})
+	defer meta.Close()
+	ts := tabletserver.New(tabletserver.Options{ID: "ts1", Addr: ln.Addr().String(), Store: store, Coord: tsCoord{},
+		Meta: meta, Root: staticRoot{mc}, Catalog: &catalog, FS: fs})
 	if err := ts.Open(ctx); err != nil {
 		return "", "", err
 	}
 	go ts.Serve(ln)
 	defer ts.Close(ctx)
-	mc := &masterCoord{files: map[string][]byte{}, server: master.File{Name: "ts1", Locked: true, Contents: []byte(ln.Addr().String())}}
+	mc.server = master.File{Name: "ts1", Locked: true, Contents: []byte(ln.Addr().String())}
 	m := master.New(master.Options{Addr: "bench", Coord: mc, ScanInterval: time.Hour})
 	if err := m.Open(ctx); err != nil {
 		return "", "", err
