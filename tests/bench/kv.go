@@ -116,7 +116,9 @@ func (r staticRoot) Root(ctx context.Context) (string, error) {
 	return desc.Addr, nil
 }
 
-func (r staticRoot) WriteRoot(ctx context.Context, d []byte) error { return r.c.WriteFile(ctx, rootPath, d) }
+func (r staticRoot) WriteRoot(ctx context.Context, d []byte) error {
+	return r.c.WriteFile(ctx, rootPath, d)
+}
 
 type kvResult struct {
 	name string
