@@ -242,6 +242,7 @@ func (m *Master) collect(ctx context.Context, descs []*model.TabletDescriptor, l
 		}
 		removeTree(fs, dfs.Join(logsRoot, n))
 		removeTree(fs, dfs.Join(root, "recovery", server))
+		removeTree(fs, dfs.Join(root, "recovery", server+".lock"))
 		m.mu.Lock()
 		delete(m.partitions, server)
 		m.mu.Unlock()

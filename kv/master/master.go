@@ -199,7 +199,7 @@ func (m *Master) Open(ctx context.Context) error {
 
 func (m *Master) run(l Lock) {
 	defer m.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ScanInterval*10)
+	ctx, cancel := m.roundCtx()
 	m.round(ctx) // start-up steps 3 and 4: the root tablet, then METADATA
 	cancel()
 	t := time.NewTicker(m.opts.ScanInterval)
@@ -215,10 +215,29 @@ func (m *Master) run(l Lock) {
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), m.opts.ScanInterval*10)
 			m.scan(ctx)
+			cancel()
+			ctx, cancel = m.roundCtx()
 			m.round(ctx)
 			cancel()
 		}
 	}
+}
+
+// roundTimeout bounds one round of assignment and upkeep: long enough to
+// partition a dead server's log and load its tablets.
+const roundTimeout = 10 * time.Minute
+
+// roundCtx is the context of one round; it ends when the master stops.
+func (m *Master) roundCtx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), roundTimeout)
+	go func() {
+		select {
+		case <-m.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // scan lists the servers, asks each for its tablets, and buries the dead.

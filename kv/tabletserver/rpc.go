@@ -557,6 +557,16 @@ func (s *Server) PartitionLog(ctx context.Context, req *pb.PartitionLogRequest) 
 	}
 	dir := dfs.Join(s.opts.DFSRoot, "logs", req.Server)
 	out := dfs.Join(s.opts.DFSRoot, "recovery", req.Server)
+	if err := s.opts.FS.MkdirAll(dfs.Join(s.opts.DFSRoot, "recovery")); err != nil {
+		return nil, toStatus(model.IOError("create the recovery directory", err))
+	}
+	// One partition of a log at a time, cluster-wide: a master that lost
+	// its lock may still have one running.
+	lock, err := s.opts.FS.Lock(out + ".lock")
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "the log of %s is being partitioned elsewhere: %v", req.Server, err)
+	}
+	defer lock.Close()
 	tablets, err := commitlog.Partition(ctx, s.opts.FS, dir, out, req.Redo, commitlog.Options{})
 	if err != nil {
 		return nil, toStatus(err)
