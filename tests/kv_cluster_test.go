@@ -265,9 +265,9 @@ func TestKVClusterInProcess(t *testing.T) {
 }
 
 // TestTabletServerCrashRecovery stops a server in the middle of a write
-// load without flushing. The master buries it, has its log partitioned
-// once, and loads its tablets elsewhere; every acknowledged write stays
-// readable.
+// load without flushing, then the server of the root tablet. The master
+// buries each, has its log partitioned once, and loads its tablets
+// elsewhere; every acknowledged write stays readable.
 func TestTabletServerCrashRecovery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -315,9 +315,29 @@ func TestTabletServerCrashRecovery(t *testing.T) {
 	t.Logf("crashing %s with %d tablets after %d writes", victim.Store().Name(), len(victim.Store().Tablets()), before)
 	c.crash(victim)
 	eventually(t, "writes to go on after the crash", func() bool { return n.Load() > before+300 })
+	// Then the server of the root tablet: METADATA itself is recovered
+	// from its log.
+	c.startServer("ts4")
+	c.mu.Lock()
+	var rootServer *cli.TabletServer
+	for _, s := range c.servers {
+		for _, tb := range s.Store().Tablets() {
+			if tb.Table() == kvclient.MetaTable && len(tb.Range().Start) == 0 {
+				rootServer = s
+			}
+		}
+	}
+	c.mu.Unlock()
+	if rootServer == nil {
+		t.Fatal("no server holds the root tablet")
+	}
+	before = n.Load()
+	t.Logf("crashing %s, which holds the root tablet", rootServer.Store().Name())
+	c.crash(rootServer)
+	eventually(t, "writes to go on after the root's server crashed", func() bool { return n.Load() > before+300 })
 	close(stop)
 	wg.Wait()
-	if dead := c.master.Dead(); len(dead) != 1 || dead[0] != victim.Store().Name() {
+	if dead := c.master.Dead(); len(dead) != 2 || dead[0] != victim.Store().Name() || dead[1] != rootServer.Store().Name() {
 		t.Fatalf("dead servers: %v", dead)
 	}
 	keys, err := c.scanAll(ctx, "t")
