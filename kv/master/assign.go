@@ -62,6 +62,12 @@ type served struct {
 	byTable map[string][]servedRange
 	load    map[string]int // server id -> tablets
 	addr    map[string]string
+	schemas map[string]schemaEntry // read once per round
+}
+
+type schemaEntry struct {
+	schema model.Schema
+	ok     bool
 }
 
 type servedRange struct {
@@ -72,7 +78,7 @@ type servedRange struct {
 }
 
 func (m *Master) servedView() *served {
-	v := &served{byTable: map[string][]servedRange{}, load: map[string]int{}, addr: map[string]string{}}
+	v := &served{byTable: map[string][]servedRange{}, load: map[string]int{}, addr: map[string]string{}, schemas: map[string]schemaEntry{}}
 	for _, s := range m.Servers() {
 		if s.Misses > 0 {
 			continue // not answering: do not load anything onto it
@@ -152,10 +158,13 @@ func (m *Master) reconcile(ctx context.Context) (bool, []*model.TabletDescriptor
 		return false, all
 	}
 	for _, part := range []model.RowRange{{End: model.MetaRootEnd}, {Start: model.MetaRootEnd}} {
-		rows, err := m.metaRows(ctx, part)
+		rows, damaged, err := m.metaRows(ctx, part)
 		if err != nil {
 			m.opts.Logf("master: read METADATA %v: %v", part, err)
 			return false, all
+		}
+		if damaged {
+			complete = false
 		}
 		for _, d := range rows {
 			if !m.ensureServed(ctx, v, d) {
@@ -172,7 +181,7 @@ func (m *Master) reconcile(ctx context.Context) (bool, []*model.TabletDescriptor
 
 // metaRows reads the descriptors of a part of METADATA, clipping rows
 // that overlap the row before them.
-func (m *Master) metaRows(ctx context.Context, part model.RowRange) ([]*model.TabletDescriptor, error) {
+func (m *Master) metaRows(ctx context.Context, part model.RowRange) (rows []*model.TabletDescriptor, damaged bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*m.opts.ScanInterval)
 	defer cancel()
 	sc := m.kv().Scan(ctx, client.MetaTable, part, client.Filter{}, 0)
@@ -180,15 +189,32 @@ func (m *Master) metaRows(ctx context.Context, part model.RowRange) ([]*model.Ta
 	for sc.Next() {
 		d, err := model.ParseTabletDescriptor(sc.Row())
 		if err != nil {
-			m.opts.Logf("master: skipping a damaged METADATA row: %v", err)
+			// Assign the rest, but the round stays incomplete: the GC
+			// must not run without the damaged row's files.
+			m.opts.Logf("master: %v", err)
+			damaged = true
 			continue
 		}
+		out = append(out, d)
+	}
+	return clipRows(out), damaged, sc.Err()
+}
+
+// clipRows gives each row, in key order, only the part of its range that
+// the row before it (of the same table) does not cover. Rows whose range
+// is then empty are dropped: a newer row covers all of it.
+func clipRows(rows []*model.TabletDescriptor) []*model.TabletDescriptor {
+	var out []*model.TabletDescriptor
+	for _, d := range rows {
 		if n := len(out); n > 0 && out[n-1].Table == d.Table && bytes.Compare(d.Start, out[n-1].End) < 0 {
+			if len(d.End) > 0 && bytes.Compare(out[n-1].End, d.End) >= 0 {
+				continue
+			}
 			d.Start = out[n-1].End
 		}
 		out = append(out, d)
 	}
-	return out, sc.Err()
+	return out
 }
 
 // ensureServed loads the tablet of d if no live server serves it and it is
@@ -200,11 +226,20 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 	}
 	rng := model.RowRange{Start: d.Start, End: d.End}
 	key := tabletKey(table, d.Start, d.End)
+	schema, exists, err := m.roundSchema(ctx, v, table)
+	if err != nil {
+		m.opts.Logf("master: schema of %q: %v", table, err)
+		return false
+	}
 	exact, overlap := v.lookup(table, rng)
 	if exact != nil {
 		m.mu.Lock()
 		delete(m.missing, key)
 		m.mu.Unlock()
+		if !exists {
+			m.dropServed(ctx, v, table, exact.server)
+			m.dropRow(ctx, d)
+		}
 		return true
 	}
 	if overlap {
@@ -234,12 +269,7 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 			recover = true // dead: its log may hold the tablet's last writes
 		}
 	}
-	schema, ok, err := m.schemaOf(ctx, table)
-	if err != nil {
-		m.opts.Logf("master: schema of %q: %v", table, err)
-		return false
-	}
-	if !ok {
+	if !exists {
 		m.dropRow(ctx, d)
 		return true
 	}
@@ -296,6 +326,31 @@ func (m *Master) schemaOf(ctx context.Context, table string) (model.Schema, bool
 		return model.Schema{}, false, fmt.Errorf("%w: schema file of %q: %v", model.ErrCorruption, table, err)
 	}
 	return s, true, nil
+}
+
+// roundSchema is schemaOf, read once per round.
+func (m *Master) roundSchema(ctx context.Context, v *served, table string) (model.Schema, bool, error) {
+	if e, ok := v.schemas[table]; ok {
+		return e.schema, e.ok, nil
+	}
+	s, ok, err := m.schemaOf(ctx, table)
+	if err == nil {
+		v.schemas[table] = schemaEntry{s, ok}
+	}
+	return s, ok, err
+}
+
+// dropServed tells a server that missed a table's deletion to drop it.
+func (m *Master) dropServed(ctx context.Context, v *served, table, server string) {
+	cli, err := m.stub(v.addr[server])
+	if err != nil {
+		return
+	}
+	if _, err := cli.DropTable(ctx, &pb.DropTableRequest{Table: table}); err != nil {
+		m.opts.Logf("master: drop deleted table %q on %s: %v", table, server, err)
+		return
+	}
+	m.opts.Logf("master: server %s still served deleted table %q; dropped", server, table)
 }
 
 // dropRow removes the row of a tablet of a deleted table.

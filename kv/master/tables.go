@@ -129,6 +129,14 @@ func (m *Master) CreateTable(ctx context.Context, table string, schema model.Sch
 	}
 	tablets, err := m.createTablets(ctx, server, table, schema, splits)
 	if err != nil {
+		// Undo: without its schema the table does not exist, and reconcile
+		// drops the rows of any tablet the server recorded before failing.
+		if derr := m.opts.Coord.DeleteFile(ctx, schemaFile); derr != nil {
+			m.opts.Logf("master: remove the schema of %q after a failed create: %v", table, derr)
+		}
+		if cli, serr := m.stub(server.Addr); serr == nil {
+			cli.DropTable(ctx, &pb.DropTableRequest{Table: table})
+		}
 		return err
 	}
 	m.refresh(ctx, server.ID)
