@@ -135,7 +135,10 @@ func runKVSuite(kc kvConfig, base string) (text, md string, err error) {
 	// catalog is METADATA, on the same server.
 	var catalog tabletserver.Catalog
 	fs := dfs.NewLocal(dir)
-	store := tablet.New(fs, "", tablet.Options{BlockCacheSize: 32 << 20, KeepWhole: tabletserver.KeepWhole,
+	var stallMu sync.Mutex
+	stalls := map[string]int{}
+	store := tablet.New(fs, "", tablet.Options{BlockCacheSize: 32 << 20, KeepWhole: tabletserver.KeepWhole, SplitSize: 128 << 20,
+		Events: tablet.Events{WriteStall: func(_ uint64, reason string) { stallMu.Lock(); stalls[reason]++; stallMu.Unlock() }},
 		Shared: &tablet.Shared{Name: "ts1", Catalog: &catalog, NoStall: func(t string) bool { return t == client.MetaTable }}})
 	if err := store.Open(ctx); err != nil {
 		return "", "", err
@@ -222,6 +225,12 @@ func runKVSuite(kc kvConfig, base string) (text, md string, err error) {
 			}()
 		}
 		wg.Wait()
+		stallMu.Lock()
+		if len(stalls) > 0 {
+			logf("%s: write stalls %v", name, stalls)
+			clear(stalls)
+		}
+		stallMu.Unlock()
 		r := kvResult{name: name, ops: float64(n) / time.Since(start).Seconds()}
 		if e, ok := failed.Load().(error); ok {
 			r.err = e
