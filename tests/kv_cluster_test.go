@@ -487,3 +487,33 @@ func TestFileGC(t *testing.T) {
 		t.Fatalf("after GC: %d rows, %v", len(keys), err)
 	}
 }
+
+// TestMergesSmallTablets: with a merge size set, the master merges small
+// neighbours on one server until one tablet is left; rows and METADATA
+// follow.
+func TestMergesSmallTablets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := newKVCluster(t, kvClusterConfig{servers: 1, mergeSize: 1 << 20})
+	if err := c.master.CreateTable(ctx, "m", oneFamily, [][]byte{[]byte("b"), []byte("d"), []byte("f"), []byte("h")}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 100 {
+		row := fmt.Sprintf("%c%03d", 'a'+i%10, i)
+		want = append(want, row)
+		if err := c.put(ctx, "m", row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	eventually(t, "the tablets to merge into one", func() bool { return c.tablets("m") == 1 })
+	keys, err := c.scanAll(ctx, "m")
+	if err != nil || !slices.Equal(keys, want) {
+		t.Fatalf("after the merges: %d rows, %v", len(keys), err)
+	}
+	eventually(t, "METADATA to hold one row", func() bool {
+		ranges, err := c.metaRanges(ctx, "m")
+		return err == nil && len(ranges) == 1
+	})
+}
