@@ -30,7 +30,8 @@ import (
 //  1. the scan asked every live server for its low-water file number: its
 //     files below it are recorded in METADATA or abandoned;
 //  2. reconcile then read every descriptor (the root file and all of
-//     METADATA), which marks the files in use;
+//     METADATA), which marks the files in use; every live server then
+//     lists the files its tablets use (ListFiles), which marks those too;
 //  3. a file under sst/<server>/ that no descriptor names is deleted if
 //     its server is live and the number is below the low water, or if its
 //     server is dead (its lock file is gone, so it records nothing more).
@@ -200,6 +201,29 @@ func (m *Master) collect(ctx context.Context, descs []*model.TabletDescriptor, l
 		}
 		_, exists, err := m.opts.Coord.ReadFile(ctx, m.opts.Dir+"/servers/"+server)
 		return err == nil && !exists
+	}
+	// Files the live servers have open or name in memory are in use too:
+	// a record that failed after it landed leaves METADATA behind a
+	// server's view until its next record. Without every answer, no GC.
+	for server := range live {
+		addr := ""
+		for _, s := range m.Servers() {
+			if s.ID == server {
+				addr = s.Addr
+			}
+		}
+		cli, err := m.stub(addr)
+		if err != nil || addr == "" {
+			return
+		}
+		resp, err := cli.ListFiles(ctx, &pb.ListFilesRequest{})
+		if err != nil {
+			m.opts.Logf("master: file GC skipped: server %s did not list its files: %v", server, err)
+			return
+		}
+		for _, p := range resp.Paths {
+			marked[p] = true
+		}
 	}
 	sstRoot := dfs.Join(root, "sst")
 	owners, err := fs.List(sstRoot)

@@ -3,6 +3,7 @@ package tablet
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,6 +106,53 @@ func (s *Store) record(ctx context.Context, event string, put []tabletState, dro
 	return nil
 }
 
+// recordRetries bounds how long a split or merge keeps retrying its
+// records before it gives its tablets up.
+const recordRetries = time.Minute
+
+// recordOrAbandon records the rows of a split or merge, which take more
+// than one write. A failed record may have landed in part (or in full:
+// its answer may be what was lost), and METADATA then no longer
+// describes the tablets as they are served: writes logged under the
+// parents' ids would be missed by a recovery that goes by the new rows.
+// So the records are retried (they are idempotent) while writes are held;
+// if they keep failing, or the server is fenced, the parents stop serving
+// with everything flushed, and the master reassigns their rows, which
+// then need no log. The caller holds the parents' commit mutexes; stateMu
+// is not held.
+func (s *Store) recordOrAbandon(ctx context.Context, event string, put, drop []tabletState, parents ...*Tablet) error {
+	deadline := time.Now().Add(recordRetries)
+	backoff := 10 * time.Millisecond
+	for {
+		err := s.record(ctx, event, put, drop)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, model.ErrNotServing) || ctx.Err() != nil || time.Now().After(deadline) || s.closed.Load() {
+			for _, p := range parents {
+				p.retired.Store(true)
+			}
+			s.unregister(parents...)
+			s.stateMu.Lock()
+			var ids []uint64
+			for _, p := range parents {
+				ids = append(ids, p.id)
+			}
+			s.replaceStates(ids, nil)
+			s.stateMu.Unlock()
+			for _, p := range parents {
+				s.retire(p)
+			}
+			return fmt.Errorf("%w: gave the tablets up after a failed record (%s): %v", model.ErrNotServing, event, err)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
 // editShared is edit in shared mode: the new state is recorded in the
 // catalog, outside the store's state mutex (the record may go to a
 // tablet of this very store), and serialized per tablet.
@@ -193,6 +241,33 @@ func (s *Store) donePending(ts ...*table) {
 		}
 	}
 	s.pendingMu.Unlock()
+}
+
+// FilesInUse returns the paths of the SSTables the store's tablets read or
+// name in their state. A record that failed after it landed can leave
+// METADATA naming other files than the store uses until its next record;
+// the master's GC keeps these too.
+func (s *Store) FilesInUse() []string {
+	seen := map[string]bool{}
+	s.tablesMu.Lock()
+	for p := range s.byPath {
+		seen[p] = true
+	}
+	s.tablesMu.Unlock()
+	s.stateMu.Lock()
+	for _, ts := range s.state.Tablets {
+		for _, files := range ts.Groups {
+			for _, f := range files {
+				seen[s.fileName(f)] = true
+			}
+		}
+	}
+	s.stateMu.Unlock()
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	return out
 }
 
 // Name returns the store's incarnation in shared mode ("" otherwise).

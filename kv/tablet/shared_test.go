@@ -195,3 +195,59 @@ func TestSharedRecoveryFromPartitionedLog(t *testing.T) {
 		}
 	}
 }
+
+// halfCatalog writes the first descriptor of a split and then fails as a
+// fenced server's catalog does.
+type halfCatalog struct{ storeCatalog }
+
+func (h halfCatalog) Record(ctx context.Context, put, drop []Descriptor) error {
+	if len(put) == 2 {
+		h.storeCatalog.Record(ctx, put[:1], nil)
+		return fmt.Errorf("%w: the lock is lost", model.ErrNotServing)
+	}
+	return h.storeCatalog.Record(ctx, put, drop)
+}
+
+// A split whose second record fails leaves METADATA with the lower child
+// and the parent; the store then stops serving the parent, all flushed,
+// and the two rows (the parent's clipped above the child) load elsewhere
+// without any log.
+func TestSharedSplitHalfRecorded(t *testing.T) {
+	fs, cat := dfs.NewMem(), &memCatalog{rows: map[string]Descriptor{}, owner: map[string]string{}}
+	clock := &fakeClock{}
+	clock.us.Store(1_700_000_000_000_000)
+	opts := smallOptions(clock)
+	opts.Shared = &Shared{Name: "a", Catalog: halfCatalog{storeCatalog{c: cat, name: "a"}}}
+	a := New(fs, "root", opts)
+	ctx := context.Background()
+	if err := a.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	if err := a.CreateTable(ctx, "t", testSchema, nil); err != nil {
+		t.Fatal(err)
+	}
+	fillRows(t, a, "r", 200)
+	parent, _ := a.Locate("t", []byte("r"))
+	if _, err := a.Split(ctx, parent.ID(), []byte("r0100")); err == nil {
+		t.Fatal("the split succeeded")
+	}
+	if _, _, err := a.ReadRow(ctx, "t", []byte("r0001"), ReadOptions{}); err == nil {
+		t.Fatal("the parent still serves after a half-recorded split")
+	}
+	cat.mu.Lock()
+	lower, okLower := cat.rows["t\x00r0100"]
+	upper, okUpper := cat.rows["t\x00"]
+	cat.mu.Unlock()
+	if !okLower || !okUpper || len(upper.Range.Start) != 0 {
+		t.Fatalf("rows after a half-recorded split: %v", cat.ranges("t"))
+	}
+	upper.Range.Start = lower.Range.End // the master's clipping
+	b := openShared(t, fs, cat, "b")
+	for _, d := range []Descriptor{lower, upper} {
+		if _, err := b.Load(ctx, specOf(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRows(t, b, "r", 200)
+}

@@ -78,7 +78,7 @@ func (t *Tablet) split(ctx context.Context, key []byte) ([2]*Tablet, error) {
 		// child's row replaces the parent's (both end where it ended).
 		s.reserveIDs(next.NextTablet)
 		s.stateMu.Unlock()
-		err = s.record(ctx, fmt.Sprintf("split from %v at %q", t.rng, key), kids[:], nil)
+		err = s.recordOrAbandon(ctx, fmt.Sprintf("split from %v at %q", t.rng, key), kids[:], nil, t)
 		s.stateMu.Lock()
 		if err == nil {
 			s.replaceStates([]uint64{t.id}, kids[:])
@@ -185,7 +185,7 @@ func (s *Store) Merge(ctx context.Context, a, b uint64) (*Tablet, error) {
 		// lower one's row goes after it.
 		s.reserveIDs(next.NextTablet)
 		s.stateMu.Unlock()
-		err = s.record(ctx, fmt.Sprintf("merged from %v and %v", ta.rng, tb.rng), []tabletState{merged}, []tabletState{sa})
+		err = s.recordOrAbandon(ctx, fmt.Sprintf("merged from %v and %v", ta.rng, tb.rng), []tabletState{merged}, []tabletState{sa}, ta, tb)
 		s.stateMu.Lock()
 		if err == nil {
 			s.replaceStates([]uint64{ta.id, tb.id}, []tabletState{merged})

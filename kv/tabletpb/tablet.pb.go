@@ -2086,6 +2086,86 @@ func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
 	return file_tablet_proto_rawDescGZIP(), []int{37}
 }
 
+type ListFilesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListFilesRequest) Reset() {
+	*x = ListFilesRequest{}
+	mi := &file_tablet_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListFilesRequest) ProtoMessage() {}
+
+func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
+func (*ListFilesRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{38}
+}
+
+type ListFilesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paths         []string               `protobuf:"bytes,1,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListFilesResponse) Reset() {
+	*x = ListFilesResponse{}
+	mi := &file_tablet_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListFilesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListFilesResponse) ProtoMessage() {}
+
+func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
+func (*ListFilesResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ListFilesResponse) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
 type Mutation_SetCell struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -2099,7 +2179,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2111,7 +2191,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2166,7 +2246,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2258,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2304,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2316,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2347,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2359,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2385,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2397,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2442,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2454,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2535,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2547,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2734,10 @@ const file_tablet_proto_rawDesc = "" +
 	"\x13UpdateSchemaRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
 	"\x06schema\x18\x02 \x01(\fR\x06schema\"\x16\n" +
-	"\x14UpdateSchemaResponse2\x8e\n" +
+	"\x14UpdateSchemaResponse\"\x12\n" +
+	"\x10ListFilesRequest\")\n" +
+	"\x11ListFilesResponse\x12\x14\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths2\xde\n" +
 	"\n" +
 	"\fTabletServer\x12H\n" +
 	"\aReadRow\x12\x1d.cellar.tablet.ReadRowRequest\x1a\x1e.cellar.tablet.ReadRowResponse\x12A\n" +
@@ -2673,7 +2756,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\fPartitionLog\x12\".cellar.tablet.PartitionLogRequest\x1a#.cellar.tablet.PartitionLogResponse\x12W\n" +
 	"\fMergeTablets\x12\".cellar.tablet.MergeTabletsRequest\x1a#.cellar.tablet.MergeTabletsResponse\x12N\n" +
 	"\tDropTable\x12\x1f.cellar.tablet.DropTableRequest\x1a .cellar.tablet.DropTableResponse\x12W\n" +
-	"\fUpdateSchema\x12\".cellar.tablet.UpdateSchemaRequest\x1a#.cellar.tablet.UpdateSchemaResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
+	"\fUpdateSchema\x12\".cellar.tablet.UpdateSchemaRequest\x1a#.cellar.tablet.UpdateSchemaResponse\x12N\n" +
+	"\tListFiles\x12\x1f.cellar.tablet.ListFilesRequest\x1a .cellar.tablet.ListFilesResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -2687,7 +2771,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 	return file_tablet_proto_rawDescData
 }
 
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_tablet_proto_goTypes = []any{
 	(*Cell)(nil),                         // 0: cellar.tablet.Cell
 	(*Row)(nil),                          // 1: cellar.tablet.Row
@@ -2727,41 +2811,43 @@ var file_tablet_proto_goTypes = []any{
 	(*DropTableResponse)(nil),            // 35: cellar.tablet.DropTableResponse
 	(*UpdateSchemaRequest)(nil),          // 36: cellar.tablet.UpdateSchemaRequest
 	(*UpdateSchemaResponse)(nil),         // 37: cellar.tablet.UpdateSchemaResponse
-	(*Mutation_SetCell)(nil),             // 38: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 39: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 40: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 41: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 42: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 43: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 44: cellar.tablet.SampleRowKeysResponse.Sample
-	nil,                                  // 45: cellar.tablet.PartitionLogRequest.RedoEntry
+	(*ListFilesRequest)(nil),             // 38: cellar.tablet.ListFilesRequest
+	(*ListFilesResponse)(nil),            // 39: cellar.tablet.ListFilesResponse
+	(*Mutation_SetCell)(nil),             // 40: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 41: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 42: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 43: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 44: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 45: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 46: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 47: cellar.tablet.PartitionLogRequest.RedoEntry
 }
 var file_tablet_proto_depIdxs = []int32{
 	0,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
 	3,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
-	38, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	39, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	40, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	41, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	40, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	41, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	42, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	43, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
 	4,  // 6: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 7: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
 	2,  // 8: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
 	4,  // 9: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 10: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
 	5,  // 11: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	42, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	44, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
 	13, // 13: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	43, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	45, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
 	0,  // 15: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
 	4,  // 16: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
 	5,  // 17: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
 	5,  // 18: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
-	44, // 19: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	46, // 19: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
 	2,  // 20: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
 	22, // 21: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
 	22, // 22: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
 	22, // 23: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	45, // 24: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	47, // 24: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
 	22, // 25: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
 	3,  // 26: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
 	5,  // 27: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
@@ -2780,23 +2866,25 @@ var file_tablet_proto_depIdxs = []int32{
 	32, // 40: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
 	34, // 41: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
 	36, // 42: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
-	7,  // 43: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	9,  // 44: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	11, // 45: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	14, // 46: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	16, // 47: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	18, // 48: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	20, // 49: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	23, // 50: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	25, // 51: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	27, // 52: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
-	29, // 53: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
-	31, // 54: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
-	33, // 55: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
-	35, // 56: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
-	37, // 57: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
-	43, // [43:58] is the sub-list for method output_type
-	28, // [28:43] is the sub-list for method input_type
+	38, // 43: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
+	7,  // 44: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	9,  // 45: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	11, // 46: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	14, // 47: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	16, // 48: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	18, // 49: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	20, // 50: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	23, // 51: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	25, // 52: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	27, // 53: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	29, // 54: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	31, // 55: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	33, // 56: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	35, // 57: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	37, // 58: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	39, // 59: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
+	44, // [44:60] is the sub-list for method output_type
+	28, // [28:44] is the sub-list for method input_type
 	28, // [28:28] is the sub-list for extension type_name
 	28, // [28:28] is the sub-list for extension extendee
 	0,  // [0:28] is the sub-list for field type_name
@@ -2813,7 +2901,7 @@ func file_tablet_proto_init() {
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[43].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[45].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -2823,7 +2911,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,6 +37,7 @@ const (
 	TabletServer_MergeTablets_FullMethodName    = "/cellar.tablet.TabletServer/MergeTablets"
 	TabletServer_DropTable_FullMethodName       = "/cellar.tablet.TabletServer/DropTable"
 	TabletServer_UpdateSchema_FullMethodName    = "/cellar.tablet.TabletServer/UpdateSchema"
+	TabletServer_ListFiles_FullMethodName       = "/cellar.tablet.TabletServer/ListFiles"
 )
 
 // TabletServerClient is the client API for TabletServer service.
@@ -76,6 +77,9 @@ type TabletServerClient interface {
 	DropTable(ctx context.Context, in *DropTableRequest, opts ...grpc.CallOption) (*DropTableResponse, error)
 	// UpdateSchema applies a table's new schema to its tablets here.
 	UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error)
+	// ListFiles lists the SSTables the server's tablets read, for the
+	// master's file GC.
+	ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesResponse, error)
 }
 
 type tabletServerClient struct {
@@ -245,6 +249,16 @@ func (c *tabletServerClient) UpdateSchema(ctx context.Context, in *UpdateSchemaR
 	return out, nil
 }
 
+func (c *tabletServerClient) ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListFilesResponse)
+	err := c.cc.Invoke(ctx, TabletServer_ListFiles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TabletServerServer is the server API for TabletServer service.
 // All implementations must embed UnimplementedTabletServerServer
 // for forward compatibility.
@@ -282,6 +296,9 @@ type TabletServerServer interface {
 	DropTable(context.Context, *DropTableRequest) (*DropTableResponse, error)
 	// UpdateSchema applies a table's new schema to its tablets here.
 	UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error)
+	// ListFiles lists the SSTables the server's tablets read, for the
+	// master's file GC.
+	ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error)
 	mustEmbedUnimplementedTabletServerServer()
 }
 
@@ -336,6 +353,9 @@ func (UnimplementedTabletServerServer) DropTable(context.Context, *DropTableRequ
 }
 func (UnimplementedTabletServerServer) UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateSchema not implemented")
+}
+func (UnimplementedTabletServerServer) ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListFiles not implemented")
 }
 func (UnimplementedTabletServerServer) mustEmbedUnimplementedTabletServerServer() {}
 func (UnimplementedTabletServerServer) testEmbeddedByValue()                      {}
@@ -621,6 +641,24 @@ func _TabletServer_UpdateSchema_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TabletServer_ListFiles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListFilesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).ListFiles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_ListFiles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).ListFiles(ctx, req.(*ListFilesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TabletServer_ServiceDesc is the grpc.ServiceDesc for TabletServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -683,6 +721,10 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateSchema",
 			Handler:    _TabletServer_UpdateSchema_Handler,
+		},
+		{
+			MethodName: "ListFiles",
+			Handler:    _TabletServer_ListFiles_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

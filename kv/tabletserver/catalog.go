@@ -46,7 +46,7 @@ func (c *Catalog) Record(ctx context.Context, put, drop []tablet.Descriptor) err
 	defer cancel()
 	for _, d := range put {
 		if err := s.serving(); err != nil {
-			return err
+			return fmt.Errorf("%w: %v", model.ErrNotServing, err)
 		}
 		md := model.TabletDescriptor{Table: metaName(d.Table), Start: d.Range.Start, End: d.Range.End,
 			Server: s.opts.ID, Addr: s.opts.Addr, Files: d.Files, Redo: map[string]uint64{s.opts.ID: d.RedoLSN},
@@ -71,7 +71,7 @@ func (c *Catalog) Record(ctx context.Context, put, drop []tablet.Descriptor) err
 	}
 	for _, d := range drop {
 		if err := s.serving(); err != nil {
-			return err
+			return fmt.Errorf("%w: %v", model.ErrNotServing, err)
 		}
 		m := &model.RowMutation{Row: model.MetaKey(metaName(d.Table), d.Range.End), Mutations: []model.Mutation{model.DeleteRow()}}
 		if err := s.opts.Meta.Apply(ctx, client.MetaTable, m); err != nil {

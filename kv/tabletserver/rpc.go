@@ -629,3 +629,11 @@ func (s *Server) stillServing() error {
 	}
 	return nil
 }
+
+// ListFiles lists the SSTables the server uses, for the master's GC.
+func (s *Server) ListFiles(ctx context.Context, _ *pb.ListFilesRequest) (*pb.ListFilesResponse, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	return &pb.ListFilesResponse{Paths: s.opts.Store.FilesInUse()}, nil
+}
