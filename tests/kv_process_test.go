@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +48,7 @@ type procMaster struct {
 
 type procServer struct {
 	cmd  *exec.Cmd
+	out  *procReader
 	id   string
 	addr string
 }
@@ -83,11 +86,11 @@ func startProcCluster(t *testing.T, masters, servers int) *procCluster {
 
 func (c *procCluster) startServer(name string) *procServer {
 	c.t.Helper()
-	cmd, _, line := startProcessLine(c.t, c.bin, "serving on", "tabletserver", "-id", name, "-listen", "127.0.0.1:0",
+	cmd, out, line := startProcessLine(c.t, c.bin, "serving on", "tabletserver", "-id", name, "-listen", "127.0.0.1:0",
 		"-chubby", c.chubby, "-dfs", filepath.Join(c.dir, "dfs"))
 	path := registeredAs(c.t, line)
 	addr := strings.Fields(line[strings.Index(line, "serving on ")+len("serving on "):])[0]
-	s := &procServer{cmd: cmd, id: path[strings.LastIndex(path, "/")+1:], addr: strings.TrimSuffix(addr, ",")}
+	s := &procServer{cmd: cmd, out: out, id: path[strings.LastIndex(path, "/")+1:], addr: strings.TrimSuffix(addr, ",")}
 	c.servers[s.id] = s
 	return s
 }
@@ -371,13 +374,37 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 	})
 	l.waitFor(t, "on the server that took the tablet over", 200)
 	victim.cmd.Process.Signal(syscall.SIGCONT)
-	exited := make(chan error, 1)
-	go func() { exited <- victim.cmd.Wait() }()
+	exited := make(chan []byte, 1)
+	go func() {
+		rest, _ := io.ReadAll(victim.out) // to its exit
+		victim.cmd.Wait()
+		exited <- rest
+	}()
+	var victimLog []byte
 	select {
-	case <-exited:
+	case victimLog = <-exited:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the paused server did not exit after its file was deleted")
 	}
+	// Serving intervals, from the servers' logs: the paused server stopped
+	// serving (its lease ended) before the tablet was loaded elsewhere.
+	since := regexp.MustCompile(`not serving since (\d\d:\d\d:\d\d\.\d\d\d)`).FindSubmatch(victimLog)
+	if since == nil {
+		t.Fatalf("the paused server logged no end of serving:\n%s", victimLog)
+	}
+	var loadedAt string
+	for _, s := range c.servers {
+		if s == victim {
+			continue
+		}
+		if m := regexp.MustCompile(`(\d\d:\d\d:\d\d\.\d\d\d) tabletserver \S+: loaded tablet \d+ .* of "t" \(recovered from dead server `+regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
+			loadedAt = string(m[1])
+		}
+	}
+	if loadedAt == "" || string(since[1]) >= loadedAt {
+		t.Fatalf("serving intervals overlap: the paused server served until %s, the tablet was loaded elsewhere at %q", since[1], loadedAt)
+	}
+	t.Logf("the paused server stopped serving at %s; the tablet was loaded elsewhere at %s", since[1], loadedAt)
 	close(hammer)
 	hw.Wait()
 	if n := lateSuccesses.Load(); n > 0 {

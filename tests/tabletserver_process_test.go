@@ -18,14 +18,27 @@ import (
 func startProcess(t *testing.T, bin, ready string, args ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd, r, _ := startProcessLine(t, bin, ready, args...)
-	return cmd, r
+	return cmd, r.Reader
+}
+
+// procReader reads a process's output from where startProcessLine left
+// it; All returns all of it so far.
+type procReader struct {
+	*bufio.Reader
+	o *procOutput
+}
+
+func (r *procReader) All() []byte {
+	r.o.mu.Lock()
+	defer r.o.mu.Unlock()
+	return bytes.Clone(r.o.all.Bytes())
 }
 
 // startProcessLine is startProcess that also returns the ready line. The
 // process's output is read to its end in the background, so that a busy
 // process never blocks on a full pipe; the returned reader replays it, and
 // a failed test logs its tail.
-func startProcessLine(t *testing.T, bin, ready string, args ...string) (*exec.Cmd, *bufio.Reader, string) {
+func startProcessLine(t *testing.T, bin, ready string, args ...string) (*exec.Cmd, *procReader, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	pipe, _ := cmd.StdoutPipe()
@@ -53,7 +66,7 @@ func startProcessLine(t *testing.T, bin, ready string, args ...string) (*exec.Cm
 			t.Fatalf("%s exited before %q: %v", args[0], ready, err)
 		}
 		if strings.Contains(line, ready) {
-			return cmd, r, line
+			return cmd, &procReader{r, out}, line
 		}
 	}
 }
@@ -150,7 +163,7 @@ func TestTabletServerRegistersAndFences(t *testing.T) {
 		if !strings.HasPrefix(file, "/ls/local/cellar/servers/ts1-") {
 			t.Fatalf("registered as %q", file)
 		}
-		return cmd, r
+		return cmd, r.Reader
 	}
 	ts, out := start()
 	waitLock("exclusive")

@@ -206,6 +206,15 @@ func (c *Client) SessionID() uint64 {
 	return c.session.Id
 }
 
+// LeaseEnd returns the end of the session's local lease: while the
+// session is safe, the lease is valid until then. A server that fences
+// itself by a lock says from when it stopped serving with it.
+func (c *Client) LeaseEnd() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaseEnd
+}
+
 // Safe reports whether the session is safe: its local lease is valid.
 func (c *Client) Safe() bool {
 	c.mu.Lock()

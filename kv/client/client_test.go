@@ -31,6 +31,7 @@ type lock struct {
 func (l *lock) Held() bool                                                      { l.mu.Lock(); defer l.mu.Unlock(); return l.held }
 func (l *lock) Lost() <-chan struct{}                                           { l.mu.Lock(); defer l.mu.Unlock(); return l.lost }
 func (l *lock) Relock(context.Context) error                                    { return errors.New("refused") }
+func (l *lock) LeaseEnd() time.Time                                             { return time.Time{} }
 func (l *lock) Release(context.Context) error                                   { return nil }
 func (l *lock) fence()                                                          { l.mu.Lock(); l.held = false; close(l.lost); l.mu.Unlock() }
 func (l *lock) Lock(context.Context, string, []byte) (tabletserver.Lock, error) { return l, nil }

@@ -33,6 +33,9 @@ type Lock interface {
 	Held() bool
 	// Lost returns a channel that is closed once the lock is lost.
 	Lost() <-chan struct{}
+	// LeaseEnd is the end of the local lease under which the lock counts
+	// as held; once it passes, Held is false.
+	LeaseEnd() time.Time
 	// Relock takes the lock again after it was lost. It returns
 	// ErrFileGone if the file no longer exists.
 	Relock(ctx context.Context) error
@@ -169,7 +172,13 @@ func (s *Server) watch(l Lock) {
 			return
 		case <-l.Lost():
 		}
-		s.opts.Logf("tabletserver %s: lost its lock on %s; not serving", s.opts.ID, s.Path())
+		// A server that was paused finds out late; it stopped serving when
+		// its lease ended, and says so, for the logs of serving intervals.
+		since := time.Now()
+		if end := l.LeaseEnd(); !end.IsZero() && end.Before(since) {
+			since = end
+		}
+		s.opts.Logf("tabletserver %s: lost its lock on %s; not serving since %s", s.opts.ID, s.Path(), since.Format("15:04:05.000"))
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			go func() {

@@ -69,6 +69,8 @@ func (l *fakeLock) Lost() <-chan struct{} {
 	return l.lost
 }
 
+func (l *fakeLock) LeaseEnd() time.Time { return time.Time{} }
+
 func (l *fakeLock) Relock(ctx context.Context) error {
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()

@@ -94,6 +94,17 @@ func (l *lock) Held() bool {
 	return h != nil && h.LockHeld()
 }
 
+// LeaseEnd implements tabletserver.Lock.
+func (l *lock) LeaseEnd() time.Time {
+	l.mu.Lock()
+	c := l.c
+	l.mu.Unlock()
+	if c == nil {
+		return time.Time{}
+	}
+	return c.LeaseEnd()
+}
+
 func (l *lock) Lost() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -57,6 +57,7 @@ type memLock struct{ never chan struct{} }
 func (l memLock) Held() bool                    { return true }
 func (l memLock) Lost() <-chan struct{}         { return l.never }
 func (l memLock) Relock(context.Context) error  { return nil }
+func (l memLock) LeaseEnd() time.Time           { return time.Time{} }
 func (l memLock) Release(context.Context) error { return nil }
 func newMemLock() memLock                       { return memLock{never: make(chan struct{})} }
 func (tsCoord) Lock(context.Context, string, []byte) (tabletserver.Lock, error) {
