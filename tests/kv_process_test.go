@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
-	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -397,7 +397,7 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 		if s == victim {
 			continue
 		}
-		if m := regexp.MustCompile(`(\d\d:\d\d:\d\d\.\d\d\d) tabletserver \S+: loaded tablet \d+ .* of "t" \(recovered from dead server `+regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
+		if m := regexp.MustCompile(`(\d\d:\d\d:\d\d\.\d\d\d) tabletserver \S+: loaded tablet \d+ .* of "t" \(recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
 			loadedAt = string(m[1])
 		}
 	}
