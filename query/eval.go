@@ -1,0 +1,626 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+// SELECT without FROM: a list of expressions evaluated once. The types
+// are fixed at compile time, so Describe answers before any Execute.
+
+type expr struct {
+	oid  uint32
+	name string // the column name PostgreSQL would give it
+	eval func(env *evalEnv) (any, error)
+}
+
+type evalEnv struct {
+	ctx  context.Context
+	s    *Session
+	args []any
+}
+
+type compiler struct {
+	s      *Session
+	params []uint32
+}
+
+func (s *Session) compileSelect(st *Statement, sel *pg.SelectStmt, paramOIDs []uint32) (*Statement, error) {
+	if len(sel.FromClause) > 0 || sel.WhereClause != nil || len(sel.GroupClause) > 0 || sel.HavingClause != nil ||
+		len(sel.ValuesLists) > 0 || sel.Op != pg.SetOperation_SETOP_NONE || len(sel.SortClause) > 0 ||
+		sel.LimitCount != nil || sel.LimitOffset != nil || len(sel.DistinctClause) > 0 || sel.IntoClause != nil || sel.WithClause != nil {
+		return nil, Errorf(CodeFeatureNotSupported, "SELECT over tables (FROM, WHERE, ORDER BY, LIMIT, ...) is not supported yet: cellar's SQL layer arrives with issue 6")
+	}
+	c := &compiler{s: s, params: append([]uint32(nil), paramOIDs...)}
+	var exprs []*expr
+	for _, t := range sel.TargetList {
+		rt := t.GetResTarget()
+		if rt == nil {
+			return nil, Errorf(CodeSyntaxError, "unexpected select target")
+		}
+		e, err := c.expr(rt.Val, 0)
+		if err != nil {
+			return nil, err
+		}
+		if rt.Name != "" {
+			e.name = rt.Name
+		}
+		if e.oid == OIDUnknown {
+			e.oid = OIDText // an untyped literal in a result is text
+		}
+		exprs = append(exprs, e)
+	}
+	for i, p := range c.params {
+		if p == 0 {
+			c.params[i] = OIDText
+		}
+	}
+	st.Params = c.params
+	for _, e := range exprs {
+		st.Columns = append(st.Columns, Column{Name: e.name, OID: e.oid})
+	}
+	st.kind = "SELECT"
+	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
+		env := &evalEnv{ctx: ctx, s: s, args: args}
+		row := make([]any, len(exprs))
+		for i, e := range exprs {
+			v, err := e.eval(env)
+			if err != nil {
+				return nil, err
+			}
+			row[i] = v
+		}
+		return &Result{Columns: st.Columns, Rows: [][]any{row}, Tag: "SELECT 1"}, nil
+	}
+	return st, nil
+}
+
+func constant(oid uint32, name string, v any) *expr {
+	return &expr{oid: oid, name: name, eval: func(*evalEnv) (any, error) { return v, nil }}
+}
+
+// expr compiles an expression; want, if set, is the type the context
+// expects, which an untyped parameter takes.
+func (c *compiler) expr(n *pg.Node, want uint32) (*expr, error) {
+	switch x := n.Node.(type) {
+	case *pg.Node_AConst:
+		a := x.AConst
+		if a.Isnull {
+			return constant(OIDUnknown, "?column?", nil), nil
+		}
+		switch v := a.Val.(type) {
+		case *pg.A_Const_Ival:
+			return constant(OIDInt4, "?column?", int64(v.Ival.Ival)), nil
+		case *pg.A_Const_Fval:
+			// Integers too large for int4 come as Fval too.
+			if i, err := ParseText(OIDInt8, v.Fval.Fval); err == nil {
+				return constant(OIDInt8, "?column?", i), nil
+			}
+			n, err := ParseNumeric(v.Fval.Fval)
+			if err != nil {
+				return nil, Errorf(CodeInvalidTextRepresent, "invalid number %q", v.Fval.Fval)
+			}
+			return constant(OIDNumeric, "?column?", n), nil
+		case *pg.A_Const_Sval:
+			return constant(OIDUnknown, "?column?", v.Sval.Sval), nil
+		case *pg.A_Const_Boolval:
+			return constant(OIDBool, "bool", v.Boolval.Boolval), nil
+		case *pg.A_Const_Bsval:
+			return nil, Errorf(CodeFeatureNotSupported, "bit strings are not supported")
+		}
+	case *pg.Node_ParamRef:
+		i := int(x.ParamRef.Number) - 1
+		if i < 0 || i >= 65535 {
+			return nil, &Error{Code: CodeUndefinedParameter, Message: fmt.Sprintf("there is no parameter $%d", i+1), Position: int(x.ParamRef.Location) + 1}
+		}
+		for len(c.params) <= i {
+			c.params = append(c.params, 0)
+		}
+		if c.params[i] == 0 && want != 0 && want != OIDUnknown {
+			c.params[i] = want
+		}
+		oid := c.params[i]
+		if oid == 0 {
+			oid = OIDText
+			c.params[i] = oid
+		}
+		return &expr{oid: oid, name: "?column?", eval: func(env *evalEnv) (any, error) { return env.args[i], nil }}, nil
+	case *pg.Node_TypeCast:
+		to, err := typeOf(x.TypeCast.TypeName)
+		if err != nil {
+			return nil, err
+		}
+		in, err := c.expr(x.TypeCast.Arg, to)
+		if err != nil {
+			return nil, err
+		}
+		name := in.name
+		switch x.TypeCast.Arg.Node.(type) {
+		case *pg.Node_AConst, *pg.Node_ParamRef:
+			name = typeColumnName(to)
+		}
+		from := in.oid
+		return &expr{oid: to, name: name, eval: func(env *evalEnv) (any, error) {
+			v, err := in.eval(env)
+			if err != nil || v == nil {
+				return v, err
+			}
+			return cast(v, from, to)
+		}}, nil
+	case *pg.Node_AExpr:
+		return c.operator(x.AExpr)
+	case *pg.Node_FuncCall:
+		return c.function(x.FuncCall)
+	case *pg.Node_SqlvalueFunction:
+		return c.sqlValueFunction(x.SqlvalueFunction)
+	case *pg.Node_ColumnRef:
+		var parts []string
+		for _, f := range x.ColumnRef.Fields {
+			if s := f.GetString_(); s != nil {
+				parts = append(parts, s.Sval)
+			} else {
+				parts = append(parts, "*")
+			}
+		}
+		return nil, &Error{Code: CodeUndefinedColumn, Message: fmt.Sprintf("column %q does not exist", strings.Join(parts, ".")), Position: int(x.ColumnRef.Location) + 1}
+	}
+	return nil, Errorf(CodeFeatureNotSupported, "this expression is not supported yet (%s)", strings.TrimPrefix(fmt.Sprintf("%T", n.Node), "*pg_query.Node_"))
+}
+
+func typeOf(t *pg.TypeName) (uint32, error) {
+	var names []string
+	for _, n := range t.Names {
+		if s := n.GetString_(); s != nil && s.Sval != "pg_catalog" {
+			names = append(names, s.Sval)
+		}
+	}
+	name := strings.ToLower(strings.Join(names, "."))
+	if len(t.ArrayBounds) > 0 {
+		return 0, Errorf(CodeFeatureNotSupported, "array types are not supported")
+	}
+	if oid, ok := typeNames[name]; ok {
+		return oid, nil
+	}
+	return 0, &Error{Code: CodeUndefinedObject, Message: fmt.Sprintf("type %q does not exist", name), Position: int(t.Location) + 1}
+}
+
+// typeColumnName is the column name PostgreSQL gives a cast literal.
+func typeColumnName(oid uint32) string {
+	switch oid {
+	case OIDInt2:
+		return "int2"
+	case OIDInt4:
+		return "int4"
+	case OIDInt8:
+		return "int8"
+	case OIDFloat4:
+		return "float4"
+	case OIDFloat8:
+		return "float8"
+	case OIDBool:
+		return "bool"
+	case OIDVarchar:
+		return "varchar"
+	case OIDTimestamptz:
+		return "timestamptz"
+	}
+	return TypeName(oid)
+}
+
+// cast converts a value between types through its text form, with
+// PostgreSQL's rules for what a string may become.
+func cast(v any, from, to uint32) (any, error) {
+	if from == to {
+		return v, nil
+	}
+	if b, ok := v.(bool); ok && isText(to) {
+		return map[bool]string{true: "true", false: "false"}[b], nil
+	}
+	switch to {
+	case OIDInt2, OIDInt4, OIDInt8:
+		if f, ok := v.(float64); ok {
+			v = int64(math.RoundToEven(f))
+			from = OIDInt8
+		}
+	}
+	return ParseText(to, FormatText(from, v))
+}
+
+func isInt(oid uint32) bool   { return oid == OIDInt2 || oid == OIDInt4 || oid == OIDInt8 }
+func isFloat(oid uint32) bool { return oid == OIDFloat4 || oid == OIDFloat8 }
+func isNumber(oid uint32) bool {
+	return isInt(oid) || isFloat(oid) || oid == OIDNumeric
+}
+func isText(oid uint32) bool {
+	return oid == OIDText || oid == OIDVarchar || oid == OIDName || oid == OIDUnknown
+}
+
+func opName(names []*pg.Node) string {
+	var parts []string
+	for _, n := range names {
+		if s := n.GetString_(); s != nil {
+			parts = append(parts, s.Sval)
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+func (c *compiler) operator(a *pg.A_Expr) (*expr, error) {
+	if a.Kind != pg.A_Expr_Kind_AEXPR_OP {
+		return nil, Errorf(CodeFeatureNotSupported, "this operator form is not supported yet")
+	}
+	op := opName(a.Name)
+	pos := int(a.Location) + 1
+	if a.Lexpr == nil { // prefix operator
+		r, err := c.expr(a.Rexpr, 0)
+		if err != nil {
+			return nil, err
+		}
+		if op != "-" && op != "+" || !isNumber(r.oid) {
+			return nil, &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("operator does not exist: %s %s", op, TypeName(r.oid)), Position: pos}
+		}
+		return &expr{oid: r.oid, name: "?column?", eval: func(env *evalEnv) (any, error) {
+			v, err := r.eval(env)
+			if err != nil || v == nil || op == "+" {
+				return v, err
+			}
+			return arith("-", r.oid, int64(0), v, r.oid)
+		}}, nil
+	}
+	// Type the side that has a type first, so that an untyped parameter on
+	// the other side takes it.
+	var l, r *expr
+	var err error
+	if _, lParam := a.Lexpr.Node.(*pg.Node_ParamRef); lParam {
+		if r, err = c.expr(a.Rexpr, 0); err != nil {
+			return nil, err
+		}
+		if l, err = c.expr(a.Lexpr, hint(r.oid)); err != nil {
+			return nil, err
+		}
+	} else {
+		if l, err = c.expr(a.Lexpr, 0); err != nil {
+			return nil, err
+		}
+		if r, err = c.expr(a.Rexpr, hint(l.oid)); err != nil {
+			return nil, err
+		}
+	}
+	lt, rt := l.oid, r.oid
+	// An untyped literal takes the other side's type.
+	if lt == OIDUnknown && rt != OIDUnknown {
+		lt = rt
+	}
+	if rt == OIDUnknown && lt != OIDUnknown {
+		rt = lt
+	}
+	both := func(v1, v2 any) bool { return v1 != nil && v2 != nil }
+	conv := func(v any, from, to uint32) (any, error) {
+		if from == OIDUnknown && to != OIDUnknown {
+			return ParseText(to, v.(string))
+		}
+		return v, nil
+	}
+	binary := func(oid uint32, f func(a, b any) (any, error)) *expr {
+		return &expr{oid: oid, name: "?column?", eval: func(env *evalEnv) (any, error) {
+			x, err := l.eval(env)
+			if err != nil {
+				return nil, err
+			}
+			y, err := r.eval(env)
+			if err != nil || !both(x, y) {
+				return nil, err
+			}
+			if x, err = conv(x, l.oid, lt); err != nil {
+				return nil, err
+			}
+			if y, err = conv(y, r.oid, rt); err != nil {
+				return nil, err
+			}
+			return f(x, y)
+		}}
+	}
+	switch op {
+	case "+", "-", "*", "/", "%":
+		if !isNumber(lt) || !isNumber(rt) {
+			break
+		}
+		res := resultType(lt, rt)
+		return binary(res, func(x, y any) (any, error) { return arith(op, lt, x, y, rt) }), nil
+	case "||":
+		if isText(lt) || isText(rt) {
+			return binary(OIDText, func(x, y any) (any, error) {
+				return FormatText(lt, x) + FormatText(rt, y), nil
+			}), nil
+		}
+	case "=", "<>", "!=", "<", ">", "<=", ">=":
+		comparable := (isNumber(lt) && isNumber(rt)) || (isText(lt) && isText(rt)) || lt == rt
+		if !comparable {
+			break
+		}
+		return binary(OIDBool, func(x, y any) (any, error) {
+			c, err := compare(x, lt, y, rt)
+			if err != nil {
+				return nil, err
+			}
+			switch op {
+			case "=":
+				return c == 0, nil
+			case "<>", "!=":
+				return c != 0, nil
+			case "<":
+				return c < 0, nil
+			case ">":
+				return c > 0, nil
+			case "<=":
+				return c <= 0, nil
+			}
+			return c >= 0, nil
+		}), nil
+	}
+	return nil, &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("operator does not exist: %s %s %s", TypeName(lt), op, TypeName(rt)),
+		Hint: "No operator matches the given name and argument types.", Position: pos}
+}
+
+func hint(oid uint32) uint32 {
+	if oid == OIDUnknown {
+		return 0
+	}
+	return oid
+}
+
+// resultType is the type of arithmetic on two numbers.
+func resultType(a, b uint32) uint32 {
+	switch {
+	case a == OIDNumeric || b == OIDNumeric:
+		if isFloat(a) || isFloat(b) {
+			return OIDFloat8
+		}
+		return OIDNumeric
+	case isFloat(a) || isFloat(b):
+		return OIDFloat8
+	case a == OIDInt8 || b == OIDInt8:
+		return OIDInt8
+	case a == OIDInt4 || b == OIDInt4:
+		return OIDInt4
+	}
+	return OIDInt2
+}
+
+func toRat(v any) *big.Rat {
+	switch x := v.(type) {
+	case int64:
+		return new(big.Rat).SetInt64(x)
+	case float64:
+		r, _ := new(big.Rat).SetString(fmt.Sprint(x))
+		return r
+	case Numeric:
+		r, _ := new(big.Rat).SetString(string(x))
+		return r
+	}
+	return new(big.Rat)
+}
+
+func numScale(v any) int {
+	if n, ok := v.(Numeric); ok {
+		if i := strings.IndexByte(string(n), '.'); i >= 0 {
+			return len(n) - i - 1
+		}
+	}
+	return 0
+}
+
+func arith(op string, lt uint32, x, y any, rt uint32) (any, error) {
+	res := resultType(lt, rt)
+	switch {
+	case isInt(res):
+		a, b := x.(int64), y.(int64)
+		var v int64
+		switch op {
+		case "+":
+			v = a + b
+			if (v > a) != (b > 0) {
+				return nil, rangeError(res)
+			}
+		case "-":
+			v = a - b
+			if (v < a) != (b > 0) {
+				return nil, rangeError(res)
+			}
+		case "*":
+			if a != 0 && b != 0 {
+				v = a * b
+				if v/b != a {
+					return nil, rangeError(res)
+				}
+			}
+		case "/", "%":
+			if b == 0 {
+				return nil, Errorf(CodeDivisionByZero, "division by zero")
+			}
+			if op == "/" {
+				v = a / b
+			} else {
+				v = a % b
+			}
+		}
+		if (res == OIDInt4 && (v > math.MaxInt32 || v < math.MinInt32)) || (res == OIDInt2 && (v > math.MaxInt16 || v < math.MinInt16)) {
+			return nil, rangeError(res)
+		}
+		return v, nil
+	case isFloat(res):
+		a, b := toFloat(x), toFloat(y)
+		switch op {
+		case "+":
+			return a + b, nil
+		case "-":
+			return a - b, nil
+		case "*":
+			return a * b, nil
+		case "/", "%":
+			if b == 0 {
+				return nil, Errorf(CodeDivisionByZero, "division by zero")
+			}
+			if op == "/" {
+				return a / b, nil
+			}
+			return math.Mod(a, b), nil
+		}
+	}
+	a, b := toRat(x), toRat(y)
+	scale := max(numScale(x), numScale(y))
+	var r *big.Rat
+	switch op {
+	case "+":
+		r = new(big.Rat).Add(a, b)
+	case "-":
+		r = new(big.Rat).Sub(a, b)
+	case "*":
+		r = new(big.Rat).Mul(a, b)
+		scale = numScale(x) + numScale(y)
+	case "/":
+		if b.Sign() == 0 {
+			return nil, Errorf(CodeDivisionByZero, "division by zero")
+		}
+		r = new(big.Rat).Quo(a, b)
+		scale = max(scale, 16)
+	default:
+		return nil, Errorf(CodeFeatureNotSupported, "numeric %% is not supported")
+	}
+	return Numeric(r.FloatString(scale)), nil
+}
+
+func rangeError(oid uint32) error {
+	return Errorf(CodeNumericOutOfRange, "%s out of range", map[uint32]string{OIDInt2: "smallint", OIDInt4: "integer", OIDInt8: "bigint"}[oid])
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case Numeric:
+		f, _ := toRat(x).Float64()
+		return f
+	}
+	return 0
+}
+
+func compare(x any, lt uint32, y any, rt uint32) (int, error) {
+	switch {
+	case isNumber(lt) && isNumber(rt):
+		if isInt(lt) && isInt(rt) {
+			a, b := x.(int64), y.(int64)
+			switch {
+			case a < b:
+				return -1, nil
+			case a > b:
+				return 1, nil
+			}
+			return 0, nil
+		}
+		return toRat(x).Cmp(toRat(y)), nil
+	case isText(lt) && isText(rt):
+		return strings.Compare(x.(string), y.(string)), nil
+	}
+	a, b := FormatText(lt, x), FormatText(rt, y)
+	return strings.Compare(a, b), nil
+}
+
+func (c *compiler) function(f *pg.FuncCall) (*expr, error) {
+	name := strings.ToLower(opName(f.Funcname))
+	name = strings.TrimPrefix(name, "pg_catalog.")
+	argc := len(f.Args)
+	pos := int(f.Location) + 1
+	arity := func(n int) error {
+		if argc != n {
+			return &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("function %s with %d arguments does not exist", name, argc), Position: pos}
+		}
+		return nil
+	}
+	switch name {
+	case "version":
+		if err := arity(0); err != nil {
+			return nil, err
+		}
+		return constant(OIDText, "version", "PostgreSQL "+ServerVersion+" (cellar) on x86_64-pc-linux-gnu, 64-bit"), nil
+	case "current_database":
+		if err := arity(0); err != nil {
+			return nil, err
+		}
+		return constant(OIDName, name, c.s.opts.Database), nil
+	case "current_schema":
+		if err := arity(0); err != nil {
+			return nil, err
+		}
+		return constant(OIDName, name, "public"), nil
+	case "pg_backend_pid":
+		if err := arity(0); err != nil {
+			return nil, err
+		}
+		return constant(OIDInt4, name, int64(c.s.opts.BackendPID)), nil
+	case "now", "transaction_timestamp", "statement_timestamp", "clock_timestamp":
+		if err := arity(0); err != nil {
+			return nil, err
+		}
+		return &expr{oid: OIDTimestamptz, name: name, eval: func(env *evalEnv) (any, error) {
+			return env.s.opts.Clock().UTC().Truncate(1000), nil
+		}}, nil
+	case "current_setting":
+		if argc < 1 || argc > 2 {
+			return nil, arity(1)
+		}
+		arg, err := c.expr(f.Args[0], OIDText)
+		if err != nil {
+			return nil, err
+		}
+		missingOK := false
+		if argc == 2 {
+			m, err := c.expr(f.Args[1], OIDBool)
+			if err != nil {
+				return nil, err
+			}
+			v, err := m.eval(&evalEnv{})
+			if err == nil {
+				missingOK, _ = v.(bool)
+			}
+		}
+		return &expr{oid: OIDText, name: name, eval: func(env *evalEnv) (any, error) {
+			v, err := arg.eval(env)
+			if err != nil || v == nil {
+				return nil, err
+			}
+			val, ok := env.s.Setting(FormatText(arg.oid, v))
+			if !ok {
+				if missingOK {
+					return nil, nil
+				}
+				return nil, unknownSetting(FormatText(arg.oid, v))
+			}
+			return val, nil
+		}}, nil
+	}
+	return nil, &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("function %s does not exist", name), Position: pos,
+		Hint: "cellar implements few functions until its SQL layer arrives (issue 6)."}
+}
+
+func (c *compiler) sqlValueFunction(f *pg.SQLValueFunction) (*expr, error) {
+	switch f.Op {
+	case pg.SQLValueFunctionOp_SVFOP_CURRENT_USER, pg.SQLValueFunctionOp_SVFOP_USER, pg.SQLValueFunctionOp_SVFOP_SESSION_USER:
+		name := strings.ToLower(strings.TrimPrefix(f.Op.String(), "SVFOP_"))
+		return constant(OIDName, name, c.s.opts.User), nil
+	case pg.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG:
+		return constant(OIDName, "current_catalog", c.s.opts.Database), nil
+	case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP:
+		return &expr{oid: OIDTimestamptz, name: "current_timestamp", eval: func(env *evalEnv) (any, error) {
+			return env.s.opts.Clock().UTC().Truncate(1000), nil
+		}}, nil
+	}
+	return nil, Errorf(CodeFeatureNotSupported, "%s is not supported", strings.TrimPrefix(f.Op.String(), "SVFOP_"))
+}

@@ -1,0 +1,501 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
+)
+
+// SessionOptions describe the connection a session serves.
+type SessionOptions struct {
+	User            string
+	Database        string
+	ApplicationName string
+	Superuser       bool
+	// Settings are set at start (the startup packet's "options" -c
+	// settings); an unknown or invalid one fails NewSession.
+	Settings map[string]string
+	// BackendPID is what pg_backend_pid() returns.
+	BackendPID uint32
+	// Clock is the wall clock for now(); default time.Now.
+	Clock func() time.Time
+}
+
+// TxStatus is the transaction status ReadyForQuery reports.
+type TxStatus byte
+
+const (
+	TxIdle   TxStatus = 'I'
+	TxActive TxStatus = 'T'
+	TxFailed TxStatus = 'E'
+)
+
+// Session is one client session's SQL state: its settings and its
+// transaction. It is not safe for concurrent use; a connection runs one
+// statement at a time.
+type Session struct {
+	opts     SessionOptions
+	set      settings
+	txSaved  *settings // the settings at BEGIN, restored by ROLLBACK
+	tx       TxStatus
+	reported map[string]string // reported settings as last sent
+}
+
+// NewSession starts a session.
+func NewSession(opts SessionOptions) (*Session, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, reported: map[string]string{}}
+	if opts.ApplicationName != "" {
+		s.set.byName["application_name"].value = opts.ApplicationName
+	}
+	for k, v := range opts.Settings {
+		if err := s.setValue(k, v, false); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// TxStatus returns the transaction status.
+func (s *Session) TxStatus() TxStatus { return s.tx }
+
+// Setting returns a setting's value.
+func (s *Session) Setting(name string) (string, bool) {
+	st, ok := s.set.byName[strings.ToLower(name)]
+	if !ok {
+		return "", false
+	}
+	return st.value, true
+}
+
+// ReportChanges returns the reported settings whose value the client has
+// not been sent yet (all of them at first), by PostgreSQL's names.
+func (s *Session) ReportChanges() [][2]string {
+	var out [][2]string
+	for _, k := range s.set.names() {
+		st := s.set.byName[k]
+		if st.report && s.reported[st.name] != st.value {
+			s.reported[st.name] = st.value
+			out = append(out, [2]string{st.name, st.value})
+		} else if st.report {
+			if _, sent := s.reported[st.name]; !sent {
+				s.reported[st.name] = st.value
+				out = append(out, [2]string{st.name, st.value})
+			}
+		}
+	}
+	return out
+}
+
+// Statement is a parsed statement, ready to run with parameters.
+type Statement struct {
+	SQL string
+	// Params are the parameters' type OIDs: the client's where it gave
+	// them, otherwise inferred.
+	Params []uint32
+	// Columns describe the rows it returns; nil if it returns none.
+	Columns []Column
+	// kind names the statement for errors and the failed-transaction rule.
+	kind string
+	run  func(ctx context.Context, s *Session, args []any) (*Result, error)
+	// endsTx: COMMIT and ROLLBACK, the statements a failed transaction
+	// accepts.
+	endsTx bool
+}
+
+// Result is what a statement produced.
+type Result struct {
+	Columns []Column
+	Rows    [][]any
+	// Tag is the command tag ("SELECT 1", "SET", ...).
+	Tag     string
+	Notices []*Error
+	// DeallocateAll, Deallocate: the wire layer drops prepared statements.
+	DeallocateAll bool
+	Deallocate    string
+	// DiscardAll: the wire layer drops prepared statements and portals.
+	DiscardAll bool
+}
+
+// Parse parses a simple query string into its statements. A syntax error
+// anywhere fails all of them, as in PostgreSQL; an empty or comment-only
+// string has none.
+func (s *Session) Parse(sql string) ([]*Statement, error) {
+	tree, err := pg.Parse(sql)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	var out []*Statement
+	for _, raw := range tree.Stmts {
+		text := stmtText(sql, raw)
+		st, err := s.compile(text, raw.Stmt, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Prepare parses one statement for the extended protocol, with the
+// parameter types the client gave (0: infer). A string of two statements
+// is refused (42601). An empty string gives nil.
+func (s *Session) Prepare(sql string, paramOIDs []uint32) (*Statement, error) {
+	tree, err := pg.Parse(sql)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	switch len(tree.Stmts) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, Errorf(CodeSyntaxError, "cannot insert multiple commands into a prepared statement")
+	}
+	return s.compile(sql, tree.Stmts[0].Stmt, paramOIDs)
+}
+
+func stmtText(sql string, raw *pg.RawStmt) string {
+	start := int(raw.StmtLocation)
+	end := len(sql)
+	if raw.StmtLen > 0 {
+		end = start + int(raw.StmtLen)
+	}
+	return strings.TrimSpace(sql[start:end])
+}
+
+// syntaxError turns pg_query's error, which carries PostgreSQL's message
+// and cursor position, into a 42601.
+func syntaxError(err error) error {
+	e := &Error{Code: CodeSyntaxError, Message: err.Error()}
+	var pe *pgparser.Error
+	if errors.As(err, &pe) {
+		e.Position = pe.Cursorpos
+	}
+	return e
+}
+
+// Execute runs a statement with its arguments (Go values of the
+// statement's parameter types), under PostgreSQL's transaction rules.
+func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Result, error) {
+	if s.tx == TxFailed && !st.endsTx {
+		return nil, Errorf(CodeInFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+	}
+	if len(args) != len(st.Params) {
+		return nil, Errorf(CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(args), len(st.Params))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(err)
+	}
+	res, err := st.run(ctx, s, args)
+	if err != nil {
+		s.Failed()
+		return nil, err
+	}
+	return res, nil
+}
+
+// Failed records that a statement failed: a transaction block is then
+// aborted until it ends.
+func (s *Session) Failed() {
+	if s.tx == TxActive {
+		s.tx = TxFailed
+	}
+}
+
+func canceled(err error) *Error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Errorf(CodeQueryCanceled, "canceling statement due to statement timeout")
+	}
+	return Errorf(CodeQueryCanceled, "canceling statement due to user request")
+}
+
+// Canceled turns a context error into PostgreSQL's 57014.
+func Canceled(err error) *Error { return canceled(err) }
+
+func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
+	st := &Statement{SQL: text}
+	switch x := n.Node.(type) {
+	case *pg.Node_SelectStmt:
+		return s.compileSelect(st, x.SelectStmt, paramOIDs)
+	case *pg.Node_VariableSetStmt:
+		return s.compileSet(st, x.VariableSetStmt)
+	case *pg.Node_VariableShowStmt:
+		return s.compileShow(st, x.VariableShowStmt.Name)
+	case *pg.Node_TransactionStmt:
+		return s.compileTx(st, x.TransactionStmt)
+	case *pg.Node_DiscardStmt:
+		if x.DiscardStmt.Target != pg.DiscardMode_DISCARD_ALL {
+			st.run = constTag("DISCARD " + strings.TrimPrefix(x.DiscardStmt.Target.String(), "DISCARD_"))
+			return st, nil
+		}
+		st.kind = "DISCARD ALL"
+		st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
+			if s.tx != TxIdle {
+				return nil, Errorf(CodeActiveTransaction, "DISCARD ALL cannot run inside a transaction block")
+			}
+			s.set = newSettings(s.opts.User, s.opts.Superuser)
+			return &Result{Tag: "DISCARD ALL", DiscardAll: true}, nil
+		}
+		return st, nil
+	case *pg.Node_DeallocateStmt:
+		d := x.DeallocateStmt
+		st.run = func(context.Context, *Session, []any) (*Result, error) {
+			if d.Isall || d.Name == "" {
+				return &Result{Tag: "DEALLOCATE ALL", DeallocateAll: true}, nil
+			}
+			return &Result{Tag: "DEALLOCATE", Deallocate: d.Name}, nil
+		}
+		return st, nil
+	}
+	return nil, Errorf(CodeFeatureNotSupported, "%s is not supported yet: cellar's SQL layer (tables, DDL and DML) arrives with issue 6", statementName(n))
+}
+
+// statementName names a statement kind for messages: "CREATE TABLE" from
+// CreateStmt, and so on.
+func statementName(n *pg.Node) string {
+	name := fmt.Sprintf("%T", n.Node)
+	name = strings.TrimPrefix(name, "*pg_query.Node_")
+	name = strings.TrimSuffix(name, "Stmt")
+	switch name {
+	case "Create":
+		return "CREATE TABLE"
+	case "Insert", "Update", "Delete", "Copy", "Explain", "Truncate", "Prepare", "Execute":
+		return strings.ToUpper(name)
+	case "DeclareCursor":
+		return "DECLARE CURSOR"
+	case "Fetch":
+		return "FETCH"
+	case "ClosePortal":
+		return "CLOSE"
+	}
+	return "this statement (" + name + ")"
+}
+
+func constTag(tag string) func(context.Context, *Session, []any) (*Result, error) {
+	return func(context.Context, *Session, []any) (*Result, error) { return &Result{Tag: tag}, nil }
+}
+
+func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, error) {
+	switch t.Kind {
+	case pg.TransactionStmtKind_TRANS_STMT_BEGIN, pg.TransactionStmtKind_TRANS_STMT_START:
+		tag := "BEGIN"
+		if t.Kind == pg.TransactionStmtKind_TRANS_STMT_START {
+			tag = "START TRANSACTION"
+		}
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			res := &Result{Tag: tag}
+			if s.tx != TxIdle {
+				res.Notices = append(res.Notices, Notice("WARNING", CodeActiveTransaction, "there is already a transaction in progress"))
+				return res, nil
+			}
+			saved := s.set.clone()
+			s.txSaved = &saved
+			s.tx = TxActive
+			return res, nil
+		}
+	case pg.TransactionStmtKind_TRANS_STMT_COMMIT:
+		st.endsTx = true
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			switch s.tx {
+			case TxIdle:
+				return &Result{Tag: "COMMIT", Notices: []*Error{Notice("WARNING", CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
+			case TxFailed:
+				s.endTx(false)
+				return &Result{Tag: "ROLLBACK"}, nil
+			}
+			s.endTx(true)
+			return &Result{Tag: "COMMIT"}, nil
+		}
+	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK:
+		st.endsTx = true
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			if s.tx == TxIdle {
+				return &Result{Tag: "ROLLBACK", Notices: []*Error{Notice("WARNING", CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
+			}
+			s.endTx(false)
+			return &Result{Tag: "ROLLBACK"}, nil
+		}
+	default:
+		return nil, Errorf(CodeFeatureNotSupported, "%s is not supported", strings.ReplaceAll(strings.TrimPrefix(t.Kind.String(), "TRANS_STMT_"), "_", " "))
+	}
+	return st, nil
+}
+
+// endTx ends a transaction block: a rollback restores the settings from
+// its start, as PostgreSQL's SET is transactional.
+func (s *Session) endTx(commit bool) {
+	if !commit && s.txSaved != nil {
+		s.set = *s.txSaved
+	}
+	s.txSaved = nil
+	s.tx = TxIdle
+}
+
+func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, error) {
+	name := strings.ToLower(v.Name)
+	switch v.Kind {
+	case pg.VariableSetKind_VAR_RESET_ALL:
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			fresh := newSettings(s.opts.User, s.opts.Superuser)
+			for k, cur := range s.set.byName {
+				if !cur.readOnly {
+					cur.value = fresh.byName[k].value
+				}
+			}
+			return &Result{Tag: "RESET"}, nil
+		}
+		return st, nil
+	case pg.VariableSetKind_VAR_RESET, pg.VariableSetKind_VAR_SET_DEFAULT:
+		tag := "SET"
+		if v.Kind == pg.VariableSetKind_VAR_RESET {
+			tag = "RESET"
+		}
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			cur, ok := s.set.byName[name]
+			if !ok {
+				return nil, unknownSetting(v.Name)
+			}
+			if cur.readOnly {
+				return nil, Errorf(CodeCannotCoerce, "parameter %q cannot be changed", cur.name)
+			}
+			cur.value = newSettings(s.opts.User, s.opts.Superuser).byName[name].value
+			return &Result{Tag: tag}, nil
+		}
+		return st, nil
+	case pg.VariableSetKind_VAR_SET_MULTI:
+		// SET TRANSACTION / SET SESSION CHARACTERISTICS: isolation and
+		// read-only modes; cellar's single-row atomicity does not change.
+		st.run = constTag("SET")
+		return st, nil
+	case pg.VariableSetKind_VAR_SET_VALUE:
+	default:
+		return nil, Errorf(CodeFeatureNotSupported, "SET FROM CURRENT is not supported")
+	}
+	value, err := setArgs(v.Args)
+	if err != nil {
+		return nil, err
+	}
+	local := v.IsLocal
+	st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+		res := &Result{Tag: "SET"}
+		if local && s.tx == TxIdle {
+			res.Notices = append(res.Notices, Notice("WARNING", CodeNoActiveTransaction, "SET LOCAL can only be used in transaction blocks"))
+			return res, nil
+		}
+		if err := s.setValue(name, value, local); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	return st, nil
+}
+
+func unknownSetting(name string) *Error {
+	return Errorf(CodeUndefinedObject, "unrecognized configuration parameter %q", name)
+}
+
+// setValue changes a setting. Names with a dot are custom settings, which
+// PostgreSQL accepts without knowing them.
+func (s *Session) setValue(name, value string, local bool) error {
+	name = strings.ToLower(name)
+	cur, ok := s.set.byName[name]
+	if !ok {
+		if !strings.Contains(name, ".") {
+			return unknownSetting(name)
+		}
+		cur = &setting{name: name}
+		s.set.byName[name] = cur
+	}
+	if cur.readOnly {
+		return Errorf(CodeCannotCoerce, "parameter %q cannot be changed", cur.name)
+	}
+	if cur.check != nil {
+		v, err := cur.check(value)
+		if err != nil {
+			return err
+		}
+		value = v
+	}
+	cur.value = value
+	_ = local // restored with the rest at the end of the transaction if rolled back
+	return nil
+}
+
+// setArgs renders SET's arguments as PostgreSQL stores them: a list is
+// joined with ", ".
+func setArgs(args []*pg.Node) (string, error) {
+	var parts []string
+	for _, a := range args {
+		switch x := a.Node.(type) {
+		case *pg.Node_AConst:
+			parts = append(parts, constText(x.AConst))
+		case *pg.Node_TypeCast:
+			if c, ok := x.TypeCast.Arg.Node.(*pg.Node_AConst); ok {
+				parts = append(parts, constText(c.AConst))
+				continue
+			}
+			return "", Errorf(CodeSyntaxError, "SET value must be a constant")
+		default:
+			return "", Errorf(CodeSyntaxError, "SET value must be a constant")
+		}
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+func constText(c *pg.A_Const) string {
+	switch v := c.Val.(type) {
+	case *pg.A_Const_Ival:
+		return fmt.Sprint(v.Ival.Ival)
+	case *pg.A_Const_Fval:
+		return v.Fval.Fval
+	case *pg.A_Const_Sval:
+		return v.Sval.Sval
+	case *pg.A_Const_Boolval:
+		if v.Boolval.Boolval {
+			return "on"
+		}
+		return "off"
+	}
+	return ""
+}
+
+func (s *Session) compileShow(st *Statement, name string) (*Statement, error) {
+	lname := strings.ToLower(name)
+	if lname == "all" {
+		st.Columns = []Column{{"name", OIDText}, {"setting", OIDText}, {"description", OIDText}}
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			res := &Result{Columns: st.Columns}
+			for _, k := range s.set.names() {
+				v := s.set.byName[k]
+				res.Rows = append(res.Rows, []any{v.name, v.value, v.desc})
+			}
+			res.Tag = "SHOW"
+			return res, nil
+		}
+		return st, nil
+	}
+	if lname == "transaction isolation level" {
+		lname = "transaction_isolation"
+	}
+	colName := lname
+	if cur, ok := s.set.byName[lname]; ok {
+		colName = cur.name
+	}
+	st.Columns = []Column{{colName, OIDText}}
+	st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+		cur, ok := s.set.byName[lname]
+		if !ok {
+			return nil, unknownSetting(name)
+		}
+		return &Result{Columns: st.Columns, Rows: [][]any{{cur.value}}, Tag: "SHOW"}, nil
+	}
+	return st, nil
+}

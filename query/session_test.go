@@ -1,0 +1,108 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestSessionDataDriven runs simple-query scripts:
+//
+//	exec
+//	SQL
+//	----
+//	columns, rows (text format), tags, notices, errors, and the
+//	transaction status after the message
+//
+//	prepare params=OID,OID
+//	SQL
+//	----
+//	parameter types and columns
+func TestSessionDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s, err := NewSession(SessionOptions{User: "cellar", Database: "cellar", BackendPID: 42,
+			Clock: func() time.Time { return time.Date(2026, 11, 22, 8, 0, 0, 123456000, time.UTC) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			var b strings.Builder
+			switch d.Cmd {
+			case "exec":
+				stmts, err := s.Parse(d.Input)
+				if err != nil {
+					fmt.Fprintf(&b, "error: %v\n", err)
+					break
+				}
+				if len(stmts) == 0 {
+					b.WriteString("empty query\n")
+				}
+				for _, st := range stmts {
+					res, err := s.Execute(context.Background(), st, nil)
+					if err != nil {
+						fmt.Fprintf(&b, "error: %v\n", err)
+						break
+					}
+					writeResult(&b, res)
+				}
+			case "prepare":
+				var oids []uint32
+				for _, a := range d.CmdArgs {
+					if a.Key == "params" {
+						for _, v := range a.Vals {
+							var o uint32
+							fmt.Sscan(v, &o)
+							oids = append(oids, o)
+						}
+					}
+				}
+				st, err := s.Prepare(d.Input, oids)
+				if err != nil {
+					fmt.Fprintf(&b, "error: %v\n", err)
+					break
+				}
+				if st == nil {
+					b.WriteString("empty query\n")
+					break
+				}
+				fmt.Fprintf(&b, "params: %v\n", st.Params)
+				for _, c := range st.Columns {
+					fmt.Fprintf(&b, "column %s %s\n", c.Name, TypeName(c.OID))
+				}
+			default:
+				t.Fatalf("unknown command %s", d.Cmd)
+			}
+			fmt.Fprintf(&b, "status %c\n", s.TxStatus())
+			return b.String()
+		})
+	})
+}
+
+func writeResult(b *strings.Builder, res *Result) {
+	for _, n := range res.Notices {
+		fmt.Fprintf(b, "%s: %v\n", strings.ToLower(n.Severity), n)
+	}
+	if res.Columns != nil {
+		var names []string
+		for _, c := range res.Columns {
+			names = append(names, c.Name+" "+TypeName(c.OID))
+		}
+		fmt.Fprintf(b, "columns: %s\n", strings.Join(names, ", "))
+		for _, r := range res.Rows {
+			var vals []string
+			for i, v := range r {
+				if v == nil {
+					vals = append(vals, "NULL")
+				} else {
+					vals = append(vals, FormatText(res.Columns[i].OID, v))
+				}
+			}
+			fmt.Fprintf(b, "row: %s\n", strings.Join(vals, " | "))
+		}
+	}
+	fmt.Fprintf(b, "tag: %s\n", res.Tag)
+}

@@ -1,0 +1,179 @@
+package query
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A setting is a run-time parameter a session can SHOW, and SET unless it
+// is read-only. Reported ones are sent to the client as ParameterStatus
+// at start and whenever they change, as PostgreSQL does for the same
+// names.
+type setting struct {
+	name     string // as PostgreSQL spells it
+	value    string
+	report   bool
+	readOnly bool
+	check    func(string) (string, *Error) // canonicalizes a new value
+	desc     string
+}
+
+// ServerVersion is what cellar reports as server_version: drivers parse
+// it as PostgreSQL 15.
+const ServerVersion = "15.4"
+
+func defaultSettings(user string, superuser bool) []setting {
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return []setting{
+		{name: "server_version", value: ServerVersion, report: true, readOnly: true, desc: "Shows the server version."},
+		{name: "server_version_num", value: "150004", readOnly: true, desc: "Shows the server version as an integer."},
+		{name: "server_encoding", value: "UTF8", report: true, readOnly: true, desc: "Shows the server (database) character set encoding."},
+		{name: "client_encoding", value: "UTF8", report: true, check: checkEncoding, desc: "Sets the client's character set encoding."},
+		{name: "DateStyle", value: "ISO, MDY", report: true, check: checkDateStyle, desc: "Sets the display format for date and time values."},
+		{name: "TimeZone", value: "UTC", report: true, check: checkTimeZone, desc: "Sets the time zone for displaying and interpreting time stamps."},
+		{name: "integer_datetimes", value: "on", report: true, readOnly: true, desc: "Shows whether datetimes are integer based."},
+		{name: "standard_conforming_strings", value: "on", report: true, check: onlyValue("on"), desc: "Causes '...' strings to treat backslashes literally."},
+		{name: "IntervalStyle", value: "postgres", report: true, check: onlyValue("postgres"), desc: "Sets the display format for interval values."},
+		{name: "application_name", value: "", report: true, desc: "Sets the application name to be reported in statistics and logs."},
+		{name: "is_superuser", value: onOff(superuser), report: true, readOnly: true, desc: "Shows whether the current user is a superuser."},
+		{name: "session_authorization", value: user, report: true, readOnly: true, desc: "Sets the session user name."},
+		{name: "default_transaction_read_only", value: "off", report: true, check: checkBool, desc: "Sets the default read-only status of new transactions."},
+		{name: "in_hot_standby", value: "off", report: true, readOnly: true, desc: "Shows whether hot standby is currently active."},
+		{name: "search_path", value: `"$user", public`, desc: "Sets the schema search order for names that are not schema-qualified."},
+		{name: "statement_timeout", value: "0", check: checkDuration, desc: "Sets the maximum allowed duration of any statement."},
+		{name: "idle_session_timeout", value: "0", check: checkDuration, desc: "Sets the maximum allowed idle time between queries, when not in a transaction."},
+		{name: "idle_in_transaction_session_timeout", value: "0", check: checkDuration, desc: "Sets the maximum allowed idle time between queries, when in a transaction."},
+		{name: "lock_timeout", value: "0", check: checkDuration, desc: "Sets the maximum allowed duration of any wait for a lock."},
+		{name: "extra_float_digits", value: "1", check: checkInt, desc: "Sets the number of digits displayed for floating-point values."},
+		{name: "bytea_output", value: "hex", check: onlyValue("hex"), desc: "Sets the output format for bytea."},
+		{name: "default_transaction_isolation", value: "read committed", desc: "Sets the transaction isolation level of each new transaction."},
+		{name: "transaction_isolation", value: "read committed", desc: "Sets the current transaction's isolation level."},
+		{name: "transaction_read_only", value: "off", check: checkBool, desc: "Sets the current transaction's read-only status."},
+		{name: "max_identifier_length", value: "63", readOnly: true, desc: "Shows the maximum identifier length."},
+		{name: "client_min_messages", value: "notice", desc: "Sets the message levels that are sent to the client."},
+		{name: "timezone_abbreviations", value: "Default", desc: "Selects a file of time zone abbreviations."},
+		{name: "max_index_keys", value: "32", readOnly: true, desc: "Shows the maximum number of index keys."},
+	}
+}
+
+func onlyValue(want string) func(string) (string, *Error) {
+	return func(v string) (string, *Error) {
+		if !strings.EqualFold(v, want) {
+			return "", Errorf(CodeFeatureNotSupported, "cellar supports only %q here, not %q", want, v)
+		}
+		return want, nil
+	}
+}
+
+func checkEncoding(v string) (string, *Error) {
+	switch strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(v, "-", ""), "_", "")) {
+	case "UTF8", "UNICODE":
+		return "UTF8", nil
+	}
+	return "", Errorf(CodeFeatureNotSupported, "cellar speaks only UTF8, not client_encoding %q", v)
+}
+
+func checkDateStyle(v string) (string, *Error) {
+	up := strings.ToUpper(v)
+	if !strings.Contains(up, "ISO") && strings.TrimSpace(up) != "" && !strings.Contains(up, "MDY") && !strings.Contains(up, "DMY") && !strings.Contains(up, "YMD") {
+		return "", Errorf(CodeFeatureNotSupported, "cellar writes dates in ISO style only, not DateStyle %q", v)
+	}
+	return "ISO, MDY", nil
+}
+
+func checkTimeZone(v string) (string, *Error) {
+	if strings.EqualFold(v, "utc") || v == "Z" || strings.EqualFold(v, "gmt") || v == "0" || v == "+00" || v == "00:00" {
+		return "UTC", nil
+	}
+	if _, err := time.LoadLocation(v); err != nil {
+		return "", Errorf(CodeInvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", v)
+	}
+	return v, nil
+}
+
+func checkBool(v string) (string, *Error) {
+	b, err := ParseText(OIDBool, v)
+	if err != nil {
+		return "", Errorf(CodeInvalidParameterValue, "parameter requires a Boolean value, not %q", v)
+	}
+	if b.(bool) {
+		return "on", nil
+	}
+	return "off", nil
+}
+
+func checkInt(v string) (string, *Error) {
+	if _, err := strconv.Atoi(strings.TrimSpace(v)); err != nil {
+		return "", Errorf(CodeInvalidParameterValue, "invalid value %q: an integer is required", v)
+	}
+	return strings.TrimSpace(v), nil
+}
+
+// checkDuration accepts milliseconds or a number with a unit, as
+// PostgreSQL's time settings do, and keeps PostgreSQL's spelling.
+func checkDuration(v string) (string, *Error) {
+	if _, err := ParseDuration(v); err != nil {
+		return "", Errorf(CodeInvalidParameterValue, "invalid value for a time setting: %q", v)
+	}
+	return strings.TrimSpace(v), nil
+}
+
+// ParseDuration reads a time setting: a bare number is milliseconds.
+func ParseDuration(v string) (time.Duration, error) {
+	t := strings.TrimSpace(strings.Trim(v, "'"))
+	units := []struct {
+		suffix string
+		unit   time.Duration
+	}{{"ms", time.Millisecond}, {"us", time.Microsecond}, {"min", time.Minute}, {"s", time.Second}, {"h", time.Hour}, {"d", 24 * time.Hour}}
+	unit := time.Millisecond
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, unit = strings.TrimSpace(n), u.unit
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n < 0 {
+		return 0, strconv.ErrSyntax
+	}
+	return time.Duration(n * float64(unit)), nil
+}
+
+// settings holds a session's settings, by lower-case name.
+type settings struct {
+	byName map[string]*setting
+}
+
+func newSettings(user string, superuser bool) settings {
+	s := settings{byName: map[string]*setting{}}
+	for _, d := range defaultSettings(user, superuser) {
+		d := d
+		s.byName[strings.ToLower(d.name)] = &d
+	}
+	return s
+}
+
+func (s settings) clone() settings {
+	c := settings{byName: make(map[string]*setting, len(s.byName))}
+	for k, v := range s.byName {
+		cp := *v
+		c.byName[k] = &cp
+	}
+	return c
+}
+
+func (s settings) names() []string {
+	out := make([]string, 0, len(s.byName))
+	for k := range s.byName {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

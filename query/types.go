@@ -1,0 +1,231 @@
+package query
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PostgreSQL type OIDs of the types cellar exposes.
+const (
+	OIDBool        uint32 = 16
+	OIDBytea       uint32 = 17
+	OIDName        uint32 = 19
+	OIDInt8        uint32 = 20
+	OIDInt2        uint32 = 21
+	OIDInt4        uint32 = 23
+	OIDText        uint32 = 25
+	OIDJSON        uint32 = 114
+	OIDFloat4      uint32 = 700
+	OIDFloat8      uint32 = 701
+	OIDUnknown     uint32 = 705
+	OIDVarchar     uint32 = 1043
+	OIDDate        uint32 = 1082
+	OIDTimestamp   uint32 = 1114
+	OIDTimestamptz uint32 = 1184
+	OIDNumeric     uint32 = 1700
+	OIDUUID        uint32 = 2950
+	OIDJSONB       uint32 = 3802
+)
+
+// Values are Go values by type:
+//
+//	bool                         bool
+//	int2, int4, int8             int64
+//	float4, float8               float64
+//	text, varchar, name, json(b) string
+//	bytea                        []byte
+//	numeric                      Numeric
+//	date, timestamp(tz)          time.Time (UTC)
+//	uuid                         [16]byte
+//
+// and nil is NULL.
+
+// Numeric is a decimal number in canonical text form ("-12.50", "NaN").
+type Numeric string
+
+// Column describes a result column.
+type Column struct {
+	Name string
+	OID  uint32
+}
+
+// typeNames maps PostgreSQL type names (as casts and pg_catalog spell
+// them) to OIDs.
+var typeNames = map[string]uint32{
+	"bool": OIDBool, "boolean": OIDBool,
+	"bytea": OIDBytea, "name": OIDName,
+	"int8": OIDInt8, "bigint": OIDInt8, "int2": OIDInt2, "smallint": OIDInt2,
+	"int4": OIDInt4, "int": OIDInt4, "integer": OIDInt4,
+	"text": OIDText, "varchar": OIDVarchar, "character varying": OIDVarchar,
+	"json": OIDJSON, "jsonb": OIDJSONB,
+	"float4": OIDFloat4, "real": OIDFloat4, "float8": OIDFloat8, "double precision": OIDFloat8,
+	"date": OIDDate, "timestamp": OIDTimestamp, "timestamptz": OIDTimestamptz,
+	"numeric": OIDNumeric, "decimal": OIDNumeric, "uuid": OIDUUID,
+}
+
+// TypeName returns a type's name as PostgreSQL prints it.
+func TypeName(oid uint32) string {
+	switch oid {
+	case OIDBool:
+		return "boolean"
+	case OIDBytea:
+		return "bytea"
+	case OIDName:
+		return "name"
+	case OIDInt8:
+		return "bigint"
+	case OIDInt2:
+		return "smallint"
+	case OIDInt4:
+		return "integer"
+	case OIDText:
+		return "text"
+	case OIDJSON:
+		return "json"
+	case OIDFloat4:
+		return "real"
+	case OIDFloat8:
+		return "double precision"
+	case OIDUnknown:
+		return "unknown"
+	case OIDVarchar:
+		return "character varying"
+	case OIDDate:
+		return "date"
+	case OIDTimestamp:
+		return "timestamp without time zone"
+	case OIDTimestamptz:
+		return "timestamp with time zone"
+	case OIDNumeric:
+		return "numeric"
+	case OIDUUID:
+		return "uuid"
+	case OIDJSONB:
+		return "jsonb"
+	}
+	return fmt.Sprintf("type %d", oid)
+}
+
+// Supported reports whether cellar knows type oid.
+func Supported(oid uint32) bool {
+	return TypeName(oid) != fmt.Sprintf("type %d", oid)
+}
+
+// ParseText reads a value of type oid from its text form, as a client
+// sends a parameter or a cast converts a string.
+func ParseText(oid uint32, s string) (any, error) {
+	bad := func(err error) error {
+		return Errorf(CodeInvalidTextRepresent, "invalid input syntax for type %s: %q", TypeName(oid), s)
+	}
+	switch oid {
+	case OIDBool:
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "t", "true", "yes", "y", "on", "1":
+			return true, nil
+		case "f", "false", "no", "n", "off", "0":
+			return false, nil
+		}
+		return nil, bad(nil)
+	case OIDInt2, OIDInt4, OIDInt8:
+		bits := map[uint32]int{OIDInt2: 16, OIDInt4: 32, OIDInt8: 64}[oid]
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, bits)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return nil, Errorf(CodeNumericOutOfRange, "value %q is out of range for type %s", s, TypeName(oid))
+			}
+			return nil, bad(err)
+		}
+		return v, nil
+	case OIDFloat4, OIDFloat8:
+		t := strings.TrimSpace(s)
+		switch strings.ToLower(t) {
+		case "nan":
+			return math.NaN(), nil
+		case "infinity", "+infinity", "inf":
+			return math.Inf(1), nil
+		case "-infinity", "-inf":
+			return math.Inf(-1), nil
+		}
+		v, err := strconv.ParseFloat(t, 64)
+		if err != nil {
+			return nil, bad(err)
+		}
+		if oid == OIDFloat4 {
+			v = float64(float32(v))
+		}
+		return v, nil
+	case OIDNumeric:
+		n, err := ParseNumeric(s)
+		if err != nil {
+			return nil, bad(err)
+		}
+		return n, nil
+	case OIDText, OIDVarchar, OIDName, OIDUnknown, OIDJSON, OIDJSONB:
+		return s, nil
+	case OIDBytea:
+		if h, ok := strings.CutPrefix(s, `\x`); ok {
+			b, err := hex.DecodeString(h)
+			if err != nil {
+				return nil, bad(err)
+			}
+			return b, nil
+		}
+		return []byte(s), nil
+	case OIDUUID:
+		h := strings.ReplaceAll(strings.Trim(strings.TrimSpace(s), "{}"), "-", "")
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != 16 {
+			return nil, bad(err)
+		}
+		var u [16]byte
+		copy(u[:], b)
+		return u, nil
+	case OIDDate:
+		t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
+		if err != nil {
+			return nil, bad(err)
+		}
+		return t, nil
+	case OIDTimestamp, OIDTimestamptz:
+		t := strings.TrimSpace(s)
+		for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02T15:04:05.999999999Z07:00",
+			"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+			if v, err := time.Parse(layout, t); err == nil {
+				return v.UTC(), nil
+			}
+		}
+		return nil, bad(nil)
+	}
+	return nil, Errorf(CodeFeatureNotSupported, "type %s is not supported", TypeName(oid))
+}
+
+// ParseNumeric checks and canonicalizes a decimal number.
+func ParseNumeric(s string) (Numeric, error) {
+	t := strings.TrimSpace(s)
+	if strings.EqualFold(t, "nan") {
+		return "NaN", nil
+	}
+	r, ok := new(big.Rat).SetString(t)
+	if !ok || strings.ContainsAny(t, "/") {
+		return "", fmt.Errorf("not a number: %q", s)
+	}
+	// Keep the scale the input had, as PostgreSQL does.
+	scale := 0
+	mant := t
+	if i := strings.IndexAny(mant, "eE"); i >= 0 {
+		mant = mant[:i]
+	}
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		scale = len(mant) - i - 1
+	}
+	if e := strings.IndexAny(t, "eE"); e >= 0 {
+		exp, _ := strconv.Atoi(t[e+1:])
+		scale = max(scale-exp, 0)
+	}
+	return Numeric(r.FloatString(scale)), nil
+}
