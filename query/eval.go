@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"strings"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 )
@@ -571,6 +572,36 @@ func (c *compiler) function(f *pg.FuncCall) (*expr, error) {
 		}
 		return &expr{oid: OIDTimestamptz, name: name, eval: func(env *evalEnv) (any, error) {
 			return env.s.opts.Clock().UTC().Truncate(1000), nil
+		}}, nil
+	case "pg_sleep":
+		if err := arity(1); err != nil {
+			return nil, err
+		}
+		arg, err := c.expr(f.Args[0], OIDFloat8)
+		if err != nil {
+			return nil, err
+		}
+		return &expr{oid: OIDVoid, name: name, eval: func(env *evalEnv) (any, error) {
+			v, err := arg.eval(env)
+			if err != nil || v == nil {
+				return "", err
+			}
+			secs := toFloat(v)
+			if arg.oid == OIDUnknown || isText(arg.oid) {
+				f, err := ParseText(OIDFloat8, FormatText(arg.oid, v))
+				if err != nil {
+					return nil, err
+				}
+				secs = f.(float64)
+			}
+			t := time.NewTimer(time.Duration(secs * float64(time.Second)))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return "", nil
+			case <-env.ctx.Done():
+				return nil, canceled(env.ctx.Err())
+			}
 		}}, nil
 	case "current_setting":
 		if argc < 1 || argc > 2 {

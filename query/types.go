@@ -30,6 +30,7 @@ const (
 	OIDNumeric     uint32 = 1700
 	OIDUUID        uint32 = 2950
 	OIDJSONB       uint32 = 3802
+	OIDVoid        uint32 = 2278
 )
 
 // Values are Go values by type:
@@ -107,6 +108,8 @@ func TypeName(oid uint32) string {
 		return "uuid"
 	case OIDJSONB:
 		return "jsonb"
+	case OIDVoid:
+		return "void"
 	}
 	return fmt.Sprintf("type %d", oid)
 }

@@ -1,0 +1,466 @@
+package pgwire
+
+import (
+	"bufio"
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/xdg-go/scram"
+
+	"github.com/cellardb/cellar/query"
+)
+
+// Startup packet codes (the first 4 bytes after the length).
+const (
+	maxStartupPacket = 10000
+	protocol30       = 3<<16 | 0
+	sslRequestCode   = 80877103
+	gssEncCode       = 80877104
+	cancelCode       = 80877102
+)
+
+// flushThreshold: rows are flushed to the client every this many bytes.
+const flushThreshold = 64 << 10
+
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	br  *bufio.Reader
+	be  *pgproto3.Backend
+	tls bool
+
+	pid, secret    uint32
+	user, database string
+	sess           Session
+
+	mu       sync.Mutex
+	cancelFn context.CancelFunc // of the running statement
+	closing  atomic.Bool
+
+	pending  int // bytes sent since the last flush
+	skipping bool
+	stmts    map[string]*prepared
+	portals  map[string]*portal
+}
+
+type prepared struct {
+	st *query.Statement // nil: an empty statement
+}
+
+type portal struct {
+	st      *query.Statement
+	args    []any
+	formats []int16 // per result column
+	res     *query.Result
+	pos     int
+}
+
+// fatal is an error that ends the connection after it is sent.
+type fatal struct{ e *query.Error }
+
+func (f fatal) Error() string { return f.e.Error() }
+
+func fatalf(code, format string, args ...any) error {
+	e := query.Errorf(code, format, args...)
+	e.Severity = "FATAL"
+	return fatal{e}
+}
+
+func (c *conn) serve() {
+	defer c.nc.Close()
+	c.br = bufio.NewReader(c.nc)
+	c.nc.SetDeadline(time.Now().Add(c.srv.opts.AuthTimeout))
+	params, err := c.startup()
+	if err != nil {
+		c.reportFatal(err)
+		return
+	}
+	if params == nil {
+		return // a cancel request, or a client that gave up
+	}
+	if n := c.srv.active.Add(1); n > int64(c.srv.opts.MaxConns) {
+		c.srv.active.Add(-1)
+		c.reportFatal(fatalf(query.CodeTooManyConnections, "sorry, too many clients already"))
+		return
+	}
+	defer c.srv.active.Add(-1)
+	if err := c.authenticate(params); err != nil {
+		c.reportFatal(err)
+		return
+	}
+	c.nc.SetDeadline(time.Time{})
+	c.be.SetMaxBodyLen(c.srv.opts.MaxMessageSize)
+	c.stmts, c.portals = map[string]*prepared{}, map[string]*portal{}
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
+	if err := c.be.Flush(); err != nil {
+		return
+	}
+	c.loop()
+}
+
+// reportFatal sends a FATAL error if it can; the connection then closes.
+func (c *conn) reportFatal(err error) {
+	var f fatal
+	if !errors.As(err, &f) {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+			return
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			f = fatal{&query.Error{Severity: "FATAL", Code: query.CodeQueryCanceled, Message: "canceling authentication due to timeout"}}
+		} else {
+			f = fatal{&query.Error{Severity: "FATAL", Code: query.CodeProtocolViolation, Message: err.Error()}}
+		}
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	if c.be == nil {
+		c.be = pgproto3.NewBackend(c.br, c.nc)
+	}
+	c.be.Send(errorResponse(f.e))
+	c.be.Flush()
+}
+
+// readStartupPacket reads one length-prefixed startup packet by itself, so
+// that nothing past it is consumed before a TLS handshake.
+func (c *conn) readStartupPacket() ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	if n < 8 || n > maxStartupPacket {
+		return nil, fatalf(query.CodeProtocolViolation, "invalid length of startup packet: %d bytes (at most %d)", n, maxStartupPacket)
+	}
+	body := make([]byte, n-4)
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// startup negotiates encryption and reads the startup message. It returns
+// nil parameters for a cancel request.
+func (c *conn) startup() (map[string]string, error) {
+	for {
+		body, err := c.readStartupPacket()
+		if err != nil {
+			return nil, err
+		}
+		code := binary.BigEndian.Uint32(body)
+		switch code {
+		case sslRequestCode:
+			if c.tls {
+				return nil, fatalf(query.CodeProtocolViolation, "SSLRequest on an encrypted connection")
+			}
+			if c.br.Buffered() > 0 {
+				return nil, fatalf(query.CodeProtocolViolation, "received unencrypted data after SSL request")
+			}
+			if c.srv.opts.TLS == nil {
+				if _, err := c.nc.Write([]byte{'N'}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if _, err := c.nc.Write([]byte{'S'}); err != nil {
+				return nil, err
+			}
+			tc := tls.Server(c.nc, c.srv.opts.TLS)
+			if err := tc.Handshake(); err != nil {
+				return nil, err
+			}
+			c.nc, c.br, c.tls = tc, bufio.NewReader(tc), true
+		case gssEncCode:
+			if _, err := c.nc.Write([]byte{'N'}); err != nil {
+				return nil, err
+			}
+		case cancelCode:
+			var m pgproto3.CancelRequest
+			if err := m.Decode(body); err != nil {
+				return nil, err
+			}
+			c.srv.cancel(m.ProcessID, m.SecretKey)
+			return nil, nil
+		default:
+			if code>>16 != 3 || code&0xffff != 0 {
+				return nil, fatalf(query.CodeFeatureNotSupported, "unsupported frontend protocol %d.%d: server supports 3.0", code>>16, code&0xffff)
+			}
+			var m pgproto3.StartupMessage
+			if err := m.Decode(body); err != nil {
+				return nil, fatalf(query.CodeProtocolViolation, "invalid startup packet: %v", err)
+			}
+			if c.srv.opts.TLSRequired && !c.tls {
+				return nil, fatalf(query.CodeInvalidAuthorization, "cellar requires TLS: connect with sslmode=require")
+			}
+			return m.Parameters, nil
+		}
+	}
+}
+
+// startupSettings reads "-c name=value" and "--name=value" from the
+// startup packet's options parameter.
+func startupSettings(options string) (map[string]string, error) {
+	out := map[string]string{}
+	fields := strings.Fields(strings.ReplaceAll(options, `\ `, "\x00"))
+	for i := 0; i < len(fields); i++ {
+		f := strings.ReplaceAll(fields[i], "\x00", " ")
+		var kv string
+		switch {
+		case f == "-c" && i+1 < len(fields):
+			i++
+			kv = strings.ReplaceAll(fields[i], "\x00", " ")
+		case strings.HasPrefix(f, "-c"):
+			kv = f[2:]
+		case strings.HasPrefix(f, "--"):
+			kv = f[2:]
+		default:
+			return nil, fatalf(query.CodeProtocolViolation, "invalid command-line argument for server process: %s", f)
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fatalf(query.CodeSyntaxError, "-c %s requires a value", kv)
+		}
+		out[strings.ReplaceAll(k, "-", "_")] = v
+	}
+	return out, nil
+}
+
+func (c *conn) authenticate(params map[string]string) error {
+	c.be = pgproto3.NewBackend(c.br, c.nc)
+	c.be.SetMaxBodyLen(c.srv.opts.MaxAuthMessage)
+	c.user = params["user"]
+	if c.user == "" {
+		return fatalf(query.CodeInvalidAuthorization, "no PostgreSQL user name specified in startup packet")
+	}
+	c.database = params["database"]
+	if c.database == "" {
+		c.database = c.user
+	}
+	settings, err := startupSettings(params["options"])
+	if err != nil {
+		return err
+	}
+	// Startup parameters besides these are settings too, as in
+	// PostgreSQL (unknown ones are refused by the session).
+	for k, v := range params {
+		switch k {
+		case "user", "database", "options", "replication", "application_name":
+		default:
+			settings[k] = v
+		}
+	}
+	ctx := context.Background()
+	var user *User
+	if c.srv.opts.Users != nil {
+		if user, err = c.srv.opts.Users.Lookup(ctx, c.user); err != nil {
+			return fatalf(query.CodeInternal, "look up user %q: %v", c.user, err)
+		}
+	}
+	method := methodFor(c.srv.opts.Rules, c.nc.RemoteAddr(), c.user, c.database)
+	if err := c.runAuth(method, user); err != nil {
+		c.srv.opts.Logf("pgwire: authentication of %q from %v failed: %v", c.user, c.nc.RemoteAddr(), err)
+		return err
+	}
+	superuser := user != nil && user.Superuser || method == MethodTrust && user == nil
+	sess, err := c.srv.opts.NewSession(query.SessionOptions{User: c.user, Database: c.database,
+		ApplicationName: params["application_name"], Superuser: superuser, Settings: settings})
+	if err != nil {
+		e := query.AsError(err)
+		e.Severity = "FATAL"
+		return fatal{e}
+	}
+	c.sess = sess
+	if err := c.srv.register(c); err != nil {
+		return err
+	}
+	c.be.Send(&pgproto3.AuthenticationOk{})
+	for _, p := range sess.ReportChanges() {
+		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+	}
+	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
+	return nil
+}
+
+func (c *conn) authFailed() error {
+	return fatalf(query.CodeInvalidPassword, "password authentication failed for user %q", c.user)
+}
+
+func (c *conn) runAuth(method string, user *User) error {
+	switch method {
+	case MethodTrust:
+		return nil
+	case MethodReject:
+		return fatalf(query.CodeInvalidAuthorization, "no authentication rule admits host %q, user %q, database %q", addrIP(c.nc.RemoteAddr()), c.user, c.database)
+	case MethodPassword:
+		if !c.tls {
+			return fatalf(query.CodeInvalidAuthorization, "password authentication needs an encrypted connection: connect with sslmode=require")
+		}
+		pw, err := c.askPassword(&pgproto3.AuthenticationCleartextPassword{}, pgproto3.AuthTypeCleartextPassword)
+		if err != nil {
+			return err
+		}
+		if user == nil || !user.checkPassword(pw) {
+			return c.authFailed()
+		}
+		return nil
+	case MethodMD5:
+		if user != nil && user.MD5 == "" && user.SCRAM != nil {
+			return c.scram(user) // as PostgreSQL does for SCRAM-only users
+		}
+		var salt [4]byte
+		if _, err := rand.Read(salt[:]); err != nil {
+			return err
+		}
+		pw, err := c.askPassword(&pgproto3.AuthenticationMD5Password{Salt: salt}, pgproto3.AuthTypeMD5Password)
+		if err != nil {
+			return err
+		}
+		if user == nil || user.MD5 == "" {
+			return c.authFailed()
+		}
+		sum := md5.Sum(append([]byte(strings.TrimPrefix(user.MD5, "md5")), salt[:]...))
+		if pw != "md5"+hex.EncodeToString(sum[:]) {
+			return c.authFailed()
+		}
+		return nil
+	case MethodSCRAM:
+		return c.scram(user)
+	}
+	return fatalf(query.CodeInvalidAuthorization, "unknown authentication method %q", method)
+}
+
+func (c *conn) askPassword(req pgproto3.BackendMessage, authType uint32) (string, error) {
+	c.be.Send(req)
+	if err := c.be.Flush(); err != nil {
+		return "", err
+	}
+	c.be.SetAuthType(authType)
+	msg, err := c.be.Receive()
+	if err != nil {
+		return "", err
+	}
+	pm, ok := msg.(*pgproto3.PasswordMessage)
+	if !ok {
+		return "", fatalf(query.CodeProtocolViolation, "expected a password response, got %T", msg)
+	}
+	return pm.Password, nil
+}
+
+// scram runs a SCRAM-SHA-256 exchange. An unknown user gets a verifier
+// derived from the server's secret, so the exchange fails the same way as
+// a wrong password does, at the end.
+func (c *conn) scram(user *User) error {
+	v := fakeVerifier(c.srv.secret, c.user)
+	if user != nil && user.SCRAM != nil {
+		v = user.SCRAM
+	}
+	server, err := scram.SHA256.NewServer(func(string) (scram.StoredCredentials, error) {
+		// libpq sends an empty SCRAM user name: the startup user counts.
+		return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(v.Salt), Iters: v.Iterations},
+			StoredKey: v.StoredKey, ServerKey: v.ServerKey}, nil
+	})
+	if err != nil {
+		return err
+	}
+	conv := server.NewConversation()
+	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})
+	if err := c.be.Flush(); err != nil {
+		return err
+	}
+	c.be.SetAuthType(pgproto3.AuthTypeSASL)
+	msg, err := c.be.Receive()
+	if err != nil {
+		return err
+	}
+	first, ok := msg.(*pgproto3.SASLInitialResponse)
+	if !ok || first.AuthMechanism != "SCRAM-SHA-256" {
+		return fatalf(query.CodeProtocolViolation, "expected a SCRAM-SHA-256 initial response")
+	}
+	out, err := conv.Step(string(first.Data))
+	if err != nil {
+		return fatalf(query.CodeProtocolViolation, "malformed SCRAM message: %v", err)
+	}
+	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(out)})
+	if err := c.be.Flush(); err != nil {
+		return err
+	}
+	c.be.SetAuthType(pgproto3.AuthTypeSASLContinue)
+	if msg, err = c.be.Receive(); err != nil {
+		return err
+	}
+	final, ok := msg.(*pgproto3.SASLResponse)
+	if !ok {
+		return fatalf(query.CodeProtocolViolation, "expected a SCRAM final response")
+	}
+	out, err = conv.Step(string(final.Data))
+	if err != nil || !conv.Valid() || user == nil {
+		return c.authFailed()
+	}
+	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(out)})
+	return nil
+}
+
+func (c *conn) setCancel(f context.CancelFunc) {
+	c.mu.Lock()
+	c.cancelFn = f
+	c.mu.Unlock()
+}
+
+func (c *conn) cancelStatement() {
+	c.mu.Lock()
+	f := c.cancelFn
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// shutdown ends the connection from another goroutine (server Close).
+func (c *conn) shutdown() {
+	c.closing.Store(true)
+	c.cancelStatement()
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func errorResponse(e *query.Error) *pgproto3.ErrorResponse {
+	sev := e.Severity
+	if sev == "" {
+		sev = "ERROR"
+	}
+	return &pgproto3.ErrorResponse{Severity: sev, SeverityUnlocalized: sev, Code: e.Code, Message: e.Message,
+		Detail: e.Detail, Hint: e.Hint, Position: int32(e.Position)}
+}
+
+func (c *conn) sendError(err error) {
+	c.be.Send(errorResponse(query.AsError(err)))
+}
+
+func (c *conn) sendNotices(ns []*query.Error) {
+	for _, n := range ns {
+		sev := n.Severity
+		if sev == "" {
+			sev = "NOTICE"
+		}
+		c.be.Send(&pgproto3.NoticeResponse{Severity: sev, SeverityUnlocalized: sev, Code: n.Code, Message: n.Message, Detail: n.Detail, Hint: n.Hint})
+	}
+}
+
+func (c *conn) sendParamChanges() {
+	for _, p := range c.sess.ReportChanges() {
+		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+	}
+}
+
+func (c *conn) String() string { return fmt.Sprintf("backend %d (%s@%s)", c.pid, c.user, c.database) }

@@ -1,0 +1,434 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/cellardb/cellar/query"
+)
+
+// loop serves messages until the client leaves or a fatal error.
+func (c *conn) loop() {
+	for {
+		c.setIdleDeadline()
+		msg, err := c.be.Receive()
+		if err != nil {
+			c.receiveFailed(err)
+			return
+		}
+		c.nc.SetReadDeadline(time.Time{})
+		if c.skipping {
+			switch msg.(type) {
+			case *pgproto3.Sync, *pgproto3.Terminate:
+			default:
+				continue // after an error, everything up to Sync
+			}
+		}
+		flush := false
+		switch m := msg.(type) {
+		case *pgproto3.Query:
+			c.simpleQuery(m.String)
+			flush = true
+		case *pgproto3.Parse:
+			c.extended(c.parse(m))
+		case *pgproto3.Bind:
+			c.extended(c.bind(m))
+		case *pgproto3.Describe:
+			c.extended(c.describe(m))
+		case *pgproto3.Execute:
+			c.extended(c.execute(m))
+		case *pgproto3.Close:
+			c.extended(c.close(m))
+		case *pgproto3.Sync:
+			c.skipping = false
+			if c.sess.TxStatus() == query.TxIdle {
+				// The implicit transaction ends: its portals go.
+				c.portals = map[string]*portal{}
+			}
+			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
+			flush = true
+		case *pgproto3.Flush:
+			flush = true
+		case *pgproto3.Terminate:
+			return
+		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+			// Outside COPY these are ignored, as PostgreSQL does.
+		case *pgproto3.FunctionCall:
+			c.extended(query.Errorf(query.CodeFeatureNotSupported, "the function call protocol is not supported"))
+		default:
+			c.reportFatal(fatalf(query.CodeProtocolViolation, "unexpected message %T", msg))
+			return
+		}
+		if flush || c.pending >= flushThreshold {
+			if err := c.be.Flush(); err != nil {
+				return
+			}
+			c.pending = 0
+		}
+	}
+}
+
+// setIdleDeadline arms the idle timeouts: idle_session_timeout outside a
+// transaction, idle_in_transaction_session_timeout inside one.
+func (c *conn) setIdleDeadline() {
+	d := c.srv.opts.IdleSessionTimeout
+	name := "idle_session_timeout"
+	if c.sess.TxStatus() != query.TxIdle {
+		d, name = 0, "idle_in_transaction_session_timeout"
+	}
+	if v, ok := c.sess.Setting(name); ok {
+		if s, err := query.ParseDuration(v); err == nil && s > 0 {
+			d = s
+		}
+	}
+	if d > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(d))
+	} else {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+}
+
+func (c *conn) receiveFailed(err error) {
+	if c.closing.Load() {
+		c.reportFatal(fatal{&query.Error{Severity: "FATAL", Code: query.CodeAdminShutdown, Message: "terminating connection due to administrator command"}})
+		return
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	case errors.As(err, &ne) && ne.Timeout():
+		if c.sess.TxStatus() == query.TxIdle {
+			c.reportFatal(fatalf(query.CodeIdleSessionTimeout, "terminating connection due to idle-session timeout"))
+		} else {
+			c.reportFatal(fatalf("25P03", "terminating connection due to idle-in-transaction timeout"))
+		}
+	case strings.Contains(err.Error(), "exceeds max length"):
+		c.reportFatal(fatalf(query.CodeProgramLimitExceeded, "message too large: %v (at most %d bytes)", err, c.srv.opts.MaxMessageSize))
+	default:
+		c.reportFatal(fatalf(query.CodeProtocolViolation, "invalid message: %v", err))
+	}
+}
+
+// extended sends an error of an extended-protocol message and skips to
+// the next Sync.
+func (c *conn) extended(err error) {
+	if err == nil {
+		return
+	}
+	c.sendError(err)
+	c.skipping = true
+	c.sess.Failed()
+}
+
+// run executes a statement under statement_timeout and CancelRequest.
+func (c *conn) run(st *query.Statement, args []any) (*query.Result, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if v, ok := c.sess.Setting("statement_timeout"); ok {
+		if d, err := query.ParseDuration(v); err == nil && d > 0 {
+			ctx, cancel = context.WithTimeout(context.Background(), d)
+		}
+	}
+	c.setCancel(cancel)
+	defer func() { c.setCancel(nil); cancel() }()
+	res, err := c.sess.Execute(ctx, st, args)
+	if err == nil && ctx.Err() != nil && len(res.Rows) > 0 {
+		// Canceled while it finished: the rows are still good.
+		return res, nil
+	}
+	return res, err
+}
+
+func (c *conn) simpleQuery(sql string) {
+	defer func() { c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())}) }()
+	stmts, err := c.sess.Parse(sql)
+	if err != nil {
+		c.sendError(err)
+		c.sess.Failed()
+		return
+	}
+	if len(stmts) == 0 {
+		c.be.Send(&pgproto3.EmptyQueryResponse{})
+		return
+	}
+	for _, st := range stmts {
+		if len(st.Params) > 0 {
+			c.sendError(query.Errorf(query.CodeUndefinedParameter, "there is no parameter $1"))
+			c.sess.Failed()
+			return
+		}
+		res, err := c.run(st, nil)
+		if err != nil {
+			c.sendError(err)
+			return
+		}
+		c.sendNotices(res.Notices)
+		if res.Columns != nil {
+			c.be.Send(rowDescription(res.Columns, nil))
+			if err := c.sendRows(res, 0, len(res.Rows), nil); err != nil {
+				c.sendError(err)
+				return
+			}
+		}
+		c.applyEffects(res)
+		c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})
+		c.sendParamChanges()
+	}
+}
+
+// applyEffects carries out what a statement asks of the wire layer.
+func (c *conn) applyEffects(res *query.Result) {
+	switch {
+	case res.DiscardAll:
+		c.stmts, c.portals = map[string]*prepared{}, map[string]*portal{}
+	case res.DeallocateAll:
+		c.stmts = map[string]*prepared{}
+	case res.Deallocate != "":
+		delete(c.stmts, res.Deallocate)
+	}
+}
+
+func typeSize(oid uint32) int16 {
+	switch oid {
+	case query.OIDBool:
+		return 1
+	case query.OIDInt2:
+		return 2
+	case query.OIDInt4, query.OIDFloat4, query.OIDDate:
+		return 4
+	case query.OIDInt8, query.OIDFloat8, query.OIDTimestamp, query.OIDTimestamptz:
+		return 8
+	case query.OIDUUID:
+		return 16
+	case query.OIDName:
+		return 64
+	}
+	return -1
+}
+
+func rowDescription(cols []query.Column, formats []int16) *pgproto3.RowDescription {
+	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(cols))}
+	for i, col := range cols {
+		var f int16
+		if i < len(formats) {
+			f = formats[i]
+		}
+		rd.Fields[i] = pgproto3.FieldDescription{Name: []byte(col.Name), DataTypeOID: col.OID, DataTypeSize: typeSize(col.OID),
+			TypeModifier: -1, Format: f}
+	}
+	return rd
+}
+
+// sendRows sends rows [from, to) of a result in the given formats.
+func (c *conn) sendRows(res *query.Result, from, to int, formats []int16) error {
+	for _, row := range res.Rows[from:to] {
+		dr := &pgproto3.DataRow{Values: make([][]byte, len(row))}
+		for i, v := range row {
+			if v == nil {
+				continue
+			}
+			oid := res.Columns[i].OID
+			if i < len(formats) && formats[i] == 1 {
+				b, err := encodeBinary(oid, v)
+				if err != nil {
+					return query.Errorf(query.CodeInternal, "column %q: %v", res.Columns[i].Name, err)
+				}
+				dr.Values[i] = b
+			} else {
+				dr.Values[i] = []byte(query.FormatText(oid, v))
+			}
+			c.pending += len(dr.Values[i])
+		}
+		c.be.Send(dr)
+		if c.pending >= flushThreshold {
+			if err := c.be.Flush(); err != nil {
+				return err
+			}
+			c.pending = 0
+		}
+	}
+	return nil
+}
+
+func (c *conn) parse(m *pgproto3.Parse) error {
+	if m.Name != "" {
+		if _, ok := c.stmts[m.Name]; ok {
+			return query.Errorf(query.CodeDuplicatePreparedStmt, "prepared statement %q already exists", m.Name)
+		}
+	}
+	st, err := c.sess.Prepare(m.Query, m.ParameterOIDs)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		for _, oid := range st.Params {
+			if !query.Supported(oid) {
+				return query.Errorf(query.CodeFeatureNotSupported, "parameters of type %d are not supported", oid)
+			}
+		}
+	}
+	c.stmts[m.Name] = &prepared{st: st}
+	c.be.Send(&pgproto3.ParseComplete{})
+	return nil
+}
+
+// formatFor returns the format code of item i: none given means text, one
+// means all.
+func formatFor(codes []int16, i int) int16 {
+	switch len(codes) {
+	case 0:
+		return 0
+	case 1:
+		return codes[0]
+	}
+	return codes[i]
+}
+
+func (c *conn) bind(m *pgproto3.Bind) error {
+	p, ok := c.stmts[m.PreparedStatement]
+	if !ok {
+		return query.Errorf(query.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.PreparedStatement)
+	}
+	if m.DestinationPortal != "" {
+		if _, exists := c.portals[m.DestinationPortal]; exists {
+			return query.Errorf("42P03", "portal %q already exists", m.DestinationPortal)
+		}
+	}
+	var params []uint32
+	var cols []query.Column
+	if p.st != nil {
+		params, cols = p.st.Params, p.st.Columns
+	}
+	if len(m.Parameters) != len(params) {
+		return query.Errorf(query.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(params))
+	}
+	if n := len(m.ParameterFormatCodes); n > 1 && n != len(params) {
+		return query.Errorf(query.CodeProtocolViolation, "bind message has %d parameter formats but %d parameters", n, len(params))
+	}
+	args := make([]any, len(params))
+	for i, raw := range m.Parameters {
+		if raw == nil {
+			continue
+		}
+		var err error
+		switch formatFor(m.ParameterFormatCodes, i) {
+		case 0:
+			args[i], err = query.ParseText(params[i], string(raw))
+		case 1:
+			args[i], err = decodeBinary(params[i], raw)
+		default:
+			err = query.Errorf(query.CodeProtocolViolation, "unsupported format code %d", formatFor(m.ParameterFormatCodes, i))
+		}
+		if err != nil {
+			e := query.AsError(err)
+			e.Message = fmt.Sprintf("%s (parameter $%d)", e.Message, i+1)
+			return e
+		}
+	}
+	if n := len(m.ResultFormatCodes); n > 1 && n != len(cols) {
+		return query.Errorf(query.CodeProtocolViolation, "bind message has %d result formats but query has %d columns", n, len(cols))
+	}
+	formats := make([]int16, len(cols))
+	for i := range cols {
+		formats[i] = formatFor(m.ResultFormatCodes, i)
+		if formats[i] != 0 && formats[i] != 1 {
+			return query.Errorf(query.CodeProtocolViolation, "unsupported format code %d", formats[i])
+		}
+	}
+	c.portals[m.DestinationPortal] = &portal{st: p.st, args: args, formats: formats}
+	c.be.Send(&pgproto3.BindComplete{})
+	return nil
+}
+
+func (c *conn) describe(m *pgproto3.Describe) error {
+	switch m.ObjectType {
+	case 'S':
+		p, ok := c.stmts[m.Name]
+		if !ok {
+			return query.Errorf(query.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.Name)
+		}
+		if p.st == nil {
+			c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: []uint32{}})
+			c.be.Send(&pgproto3.NoData{})
+			return nil
+		}
+		c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: p.st.Params})
+		if p.st.Columns == nil {
+			c.be.Send(&pgproto3.NoData{})
+		} else {
+			c.be.Send(rowDescription(p.st.Columns, nil))
+		}
+	case 'P':
+		p, ok := c.portals[m.Name]
+		if !ok {
+			return query.Errorf(query.CodeInvalidCursorName, "portal %q does not exist", m.Name)
+		}
+		if p.st == nil || p.st.Columns == nil {
+			c.be.Send(&pgproto3.NoData{})
+		} else {
+			c.be.Send(rowDescription(p.st.Columns, p.formats))
+		}
+	default:
+		return query.Errorf(query.CodeProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType)
+	}
+	return nil
+}
+
+func (c *conn) execute(m *pgproto3.Execute) error {
+	p, ok := c.portals[m.Portal]
+	if !ok {
+		return query.Errorf(query.CodeInvalidCursorName, "portal %q does not exist", m.Portal)
+	}
+	if p.st == nil {
+		c.be.Send(&pgproto3.EmptyQueryResponse{})
+		return nil
+	}
+	if p.res == nil {
+		res, err := c.run(p.st, p.args)
+		if err != nil {
+			return err
+		}
+		p.res = res
+		c.sendNotices(res.Notices)
+		c.applyEffects(res)
+	}
+	end := len(p.res.Rows)
+	if m.MaxRows > 0 && p.pos+int(m.MaxRows) < end {
+		end = p.pos + int(m.MaxRows)
+	}
+	if err := c.sendRows(p.res, p.pos, end, p.formats); err != nil {
+		return err
+	}
+	sent := end - p.pos
+	p.pos = end
+	if p.pos < len(p.res.Rows) {
+		c.be.Send(&pgproto3.PortalSuspended{})
+		return nil
+	}
+	tag := p.res.Tag
+	if strings.HasPrefix(tag, "SELECT ") {
+		tag = fmt.Sprintf("SELECT %d", sent)
+	}
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	c.sendParamChanges()
+	return nil
+}
+
+func (c *conn) close(m *pgproto3.Close) error {
+	switch m.ObjectType {
+	case 'S':
+		delete(c.stmts, m.Name)
+	case 'P':
+		delete(c.portals, m.Name)
+	default:
+		return query.Errorf(query.CodeProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType)
+	}
+	c.be.Send(&pgproto3.CloseComplete{})
+	return nil
+}

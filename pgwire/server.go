@@ -1,0 +1,243 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cellardb/cellar/query"
+)
+
+// Session is the SQL layer a connection talks to (package query's
+// *query.Session implements it).
+type Session interface {
+	Parse(sql string) ([]*query.Statement, error)
+	Prepare(sql string, paramOIDs []uint32) (*query.Statement, error)
+	Execute(ctx context.Context, st *query.Statement, args []any) (*query.Result, error)
+	Failed()
+	TxStatus() query.TxStatus
+	ReportChanges() [][2]string
+	Setting(name string) (string, bool)
+}
+
+// Options configure a server. The zero value of every field but
+// NewSession has a default.
+type Options struct {
+	// NewSession starts the SQL session of an authenticated connection.
+	NewSession func(query.SessionOptions) (Session, error)
+	// TLS, if set, lets clients upgrade with SSLRequest.
+	TLS *tls.Config
+	// TLSRequired refuses connections that do not upgrade to TLS.
+	TLSRequired bool
+	// Rules choose the authentication method (default: DemoRules).
+	Rules []Rule
+	// Users are the known users; nil knows none (only trust works then).
+	Users Users
+	// MaxConns bounds the connections served at once (default 100).
+	MaxConns int
+	// MaxMessageSize bounds a message after authentication (default 16 MiB).
+	MaxMessageSize int
+	// MaxAuthMessage bounds a message before it (default 8 KiB).
+	MaxAuthMessage int
+	// AuthTimeout bounds startup and authentication together (default 10 s).
+	AuthTimeout time.Duration
+	// IdleSessionTimeout closes connections idle outside a transaction
+	// this long (0: only the session's idle_session_timeout setting).
+	IdleSessionTimeout time.Duration
+	// Logf receives notable events.
+	Logf func(format string, args ...any)
+}
+
+// Validate checks the options.
+func (o Options) Validate() error {
+	if o.NewSession == nil {
+		return errors.New("pgwire: NewSession is required")
+	}
+	if o.TLSRequired && o.TLS == nil {
+		return errors.New("pgwire: TLS is required but no certificate is configured")
+	}
+	for _, r := range o.Rules {
+		if err := r.validate(); err != nil {
+			return err
+		}
+	}
+	if o.MaxConns < 0 || o.MaxMessageSize < 0 || o.MaxAuthMessage < 0 || o.AuthTimeout < 0 || o.IdleSessionTimeout < 0 {
+		return errors.New("pgwire: negative limit")
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Rules == nil {
+		o.Rules = DemoRules()
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = 100
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = 16 << 20
+	}
+	if o.MaxAuthMessage == 0 {
+		o.MaxAuthMessage = 8 << 10
+	}
+	if o.AuthTimeout == 0 {
+		o.AuthTimeout = 10 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Server serves the PostgreSQL protocol.
+type Server struct {
+	opts   Options
+	secret []byte // for fake SCRAM salts of unknown users
+
+	mu       sync.Mutex
+	lns      []net.Listener
+	conns    map[*conn]struct{}
+	backends map[uint32]*conn // by process id, for CancelRequest
+	nextPID  uint32
+	closed   bool
+	active   atomic.Int64
+	wg       sync.WaitGroup
+}
+
+// New returns a server. It does no I/O; Serve does.
+func New(opts Options) *Server {
+	return &Server{opts: opts.withDefaults(), conns: map[*conn]struct{}{}, backends: map[uint32]*conn{}}
+}
+
+// Serve accepts connections on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.opts.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	if s.secret == nil {
+		s.secret = make([]byte, 32)
+		if _, err := rand.Read(s.secret); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		var pid [4]byte
+		rand.Read(pid[:])
+		s.nextPID = binary.BigEndian.Uint32(pid[:])%1_000_000 + 1000
+	}
+	s.lns = append(s.lns, ln)
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		c := &conn{srv: s, nc: nc}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			if c.pid != 0 && s.backends[c.pid] == c {
+				delete(s.backends, c.pid)
+			}
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, tells every session that the server shuts down
+// (57P01), and waits for them under ctx.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for _, ln := range s.lns {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.shutdown()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// register gives a connection its process id and secret key.
+func (s *Server) register(c *conn) error {
+	var key [4]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextPID++
+	c.pid, c.secret = s.nextPID, binary.BigEndian.Uint32(key[:])
+	s.backends[c.pid] = c
+	return nil
+}
+
+// cancel cancels the running statement of the backend pid if the secret
+// matches; like PostgreSQL, it says nothing either way.
+func (s *Server) cancel(pid, secret uint32) {
+	s.mu.Lock()
+	c := s.backends[pid]
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	var a, b [4]byte
+	binary.BigEndian.PutUint32(a[:], c.secret)
+	binary.BigEndian.PutUint32(b[:], secret)
+	if subtle.ConstantTimeCompare(a[:], b[:]) == 1 {
+		c.cancelStatement()
+	}
+}
+
+// Addr returns the first listener's address.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.lns) == 0 {
+		return nil
+	}
+	return s.lns[0].Addr()
+}
+
+func (s *Server) String() string { return fmt.Sprintf("pgwire server on %v", s.Addr()) }
