@@ -333,8 +333,8 @@ func TestAuthentication(t *testing.T) {
 	})
 	t.Run("demo rules", func(t *testing.T) {
 		addr := startServer(t, Options{Users: users})
-		connect(t, "postgres://cellar@"+addr+"/cellar?sslmode=disable")                // trusted on loopback
-		connect(t, "postgres://alice:s3cret@"+addr+"/cellar?sslmode=disable")          // SCRAM
+		connect(t, "postgres://cellar@"+addr+"/cellar?sslmode=disable")       // trusted on loopback
+		connect(t, "postgres://alice:s3cret@"+addr+"/cellar?sslmode=disable") // SCRAM
 		if _, err := pgx.Connect(ctx, "postgres://cellar@"+addr+"/other?sslmode=disable"); sqlstate(err) != "28P01" {
 			t.Fatalf("user cellar on another database goes through SCRAM: %v", err)
 		}
