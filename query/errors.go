@@ -19,6 +19,7 @@ const (
 	CodeUndefinedTable         = "42P01"
 	CodeDatatypeMismatch       = "42804"
 	CodeCannotCoerce           = "42846"
+	CodeCantChangeRuntimeParam = "55P02"
 	CodeUndefinedParameter     = "42P02"
 	CodeIndeterminateDatatype  = "42P18"
 	CodeInvalidParameterValue  = "22023"

@@ -364,7 +364,7 @@ func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, 
 				return nil, unknownSetting(v.Name)
 			}
 			if cur.readOnly {
-				return nil, Errorf(CodeCannotCoerce, "parameter %q cannot be changed", cur.name)
+				return nil, Errorf(CodeCantChangeRuntimeParam, "parameter %q cannot be changed", cur.name)
 			}
 			cur.value = newSettings(s.opts.User, s.opts.Superuser).byName[name].value
 			return &Result{Tag: tag}, nil
@@ -415,7 +415,7 @@ func (s *Session) setValue(name, value string, local bool) error {
 		s.set.byName[name] = cur
 	}
 	if cur.readOnly {
-		return Errorf(CodeCannotCoerce, "parameter %q cannot be changed", cur.name)
+		return Errorf(CodeCantChangeRuntimeParam, "parameter %q cannot be changed", cur.name)
 	}
 	if cur.check != nil {
 		v, err := cur.check(value)
