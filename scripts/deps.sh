@@ -18,7 +18,8 @@ fi
 
 # Debian packages, installed only when missing.
 need=()
-pkgs=(make git)
+# gcc builds pg_query_go (cgo); psql is a test client of the gateway.
+pkgs=(make git gcc libc6-dev postgresql-client)
 if [ "${1:-}" = bench ]; then
 	pkgs+=(etcd-server)
 fi

@@ -32,12 +32,13 @@ type demo struct {
 	stderr *strings.Builder
 	url    string // of the status pages
 	chubby string // client address of the Chubby cell
+	pg     string // the gateway's connection URL
 }
 
 // startDemo starts "cellar demo" on free ports and reads its banner.
 func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 	t.Helper()
-	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0"}, extra...)
+	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0", "-pgwire", "127.0.0.1:0"}, extra...)
 	d := &demo{cmd: exec.Command(bin, args...), stderr: &strings.Builder{}}
 	out, _ := d.cmd.StdoutPipe()
 	d.cmd.Stderr = d.stderr
@@ -48,8 +49,9 @@ func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 	d.lines = bufio.NewReader(out)
 	httpRe := regexp.MustCompile(`http://([0-9.:]+)/`)
 	chubbyRe := regexp.MustCompile(`clients on ([0-9.:]+)`)
+	pgRe := regexp.MustCompile(`psql "(postgresql://[^"]+)"`)
 	deadline := time.Now().Add(60 * time.Second)
-	for (d.url == "" || d.chubby == "") && time.Now().Before(deadline) {
+	for (d.url == "" || d.chubby == "" || d.pg == "") && time.Now().Before(deadline) {
 		line, err := d.lines.ReadString('\n')
 		if err != nil {
 			t.Fatalf("demo exited early: %v; stderr: %s", err, d.stderr.String())
@@ -60,8 +62,11 @@ func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 		if m := chubbyRe.FindStringSubmatch(line); m != nil {
 			d.chubby = m[1]
 		}
+		if m := pgRe.FindStringSubmatch(line); m != nil {
+			d.pg = m[1]
+		}
 	}
-	if d.url == "" || d.chubby == "" {
+	if d.url == "" || d.chubby == "" || d.pg == "" {
 		t.Fatalf("demo printed no addresses; stderr: %s", d.stderr.String())
 	}
 	return d
@@ -112,7 +117,7 @@ func TestDemoStartsServesAndStopsCleanly(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	second := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0")
+	second := exec.Command(bin, "demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0", "-pgwire", "127.0.0.1:0")
 	msg, err := second.CombinedOutput()
 	if err == nil || !strings.Contains(string(msg), "in use") {
 		t.Fatalf("second demo on the same data: %v\n%s", err, msg)

@@ -42,8 +42,9 @@ func commands() map[string]command {
 		"lock":         {"browse and change a Chubby cell: ls, cat, stat, put, mkdir, rm, setacl, acquire", runLock},
 		"tabletserver": {"run one tablet server, registered in the Chubby cell", runTabletServer},
 		"master":       {"run a master (a standby until it takes the master lock)", runMaster},
-		"table":        {"create and list tables through the master: create, ls", runTable},
+		"table":        {"manage tables through the master: create, alter, drop, ls", runTable},
 		"kv":           {"read and write rows through the client library: put, get, scan", runKV},
+		"admin":        {"manage the SQL gateway's users: user add", runAdmin},
 		"help":         {"show this help", nil},
 	}
 }

@@ -27,6 +27,8 @@ import (
 	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/ops/coordlock"
+	"github.com/cellardb/cellar/pgwire"
+	"github.com/cellardb/cellar/query"
 )
 
 // runDemo runs every part of cellar that exists in one process. Today
@@ -43,6 +45,7 @@ func runDemo(args []string, env Env) int {
 	tsAddr := fs.String("tabletserver", "127.0.0.1:9100", "address of the first tablet server's data RPCs; the others take the next ports (port 0: any free ports)")
 	tsCount := fs.Int("tabletservers", 3, "tablet servers to run")
 	masterAddr := fs.String("master", "127.0.0.1:9001", "address of the master's admin RPCs")
+	pgAddr := fs.String("pgwire", "127.0.0.1:5433", "address of the PostgreSQL protocol gateway (psql, drivers)")
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
@@ -81,6 +84,22 @@ func runDemo(args []string, env Env) int {
 	}
 	srv.Handler = statusHandler(roles.ts, cellReplicas, roles.master, env.Version)
 	go srv.Serve(ln)
+	// The gateway: loopback connections of user cellar to database cellar
+	// are trusted; everyone else authenticates with SCRAM against the
+	// users of `cellar admin user add`.
+	pgln, err := net.Listen("tcp", *pgAddr)
+	if err != nil {
+		srv.Close()
+		roles.close(context.Background())
+		closeReplicas(env, "demo", cellReplicas...)
+		return fail(env, "demo", fmt.Errorf("pgwire gateway: %w", err))
+	}
+	gateway := pgwire.New(pgwire.Options{
+		NewSession: func(o query.SessionOptions) (pgwire.Session, error) { return query.NewSession(o) },
+		Users:      &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
+		Logf:       stampedLog(env),
+	})
+	go gateway.Serve(pgln)
 
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
 	fmt.Fprintf(env.Stdout, "  data:    %s (the dfs root is %s)\n", *data, dfsRoot)
@@ -98,15 +117,17 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "           try: cellar table create %susers profile\n", chubbyFlag)
 	fmt.Fprintf(env.Stdout, "                cellar kv put %susers alice profile:name Alice\n", chubbyFlag)
 	fmt.Fprintf(env.Stdout, "                cellar kv scan %susers\n", chubbyFlag)
-	fmt.Fprintln(env.Stdout, "  not yet: the SQL gateway (psql on 127.0.0.1:5433)")
-	fmt.Fprintln(env.Stdout, "           and the Bigtable API (127.0.0.1:8086); they arrive with later issues.")
+	pgHost, pgPort, _ := net.SplitHostPort(pgln.Addr().String())
+	fmt.Fprintf(env.Stdout, "  sql:     psql \"postgresql://cellar@%s:%s/cellar\"   (the protocol, sessions and SELECT of\n", pgHost, pgPort)
+	fmt.Fprintln(env.Stdout, "           expressions today; tables in SQL arrive with the SQL layer)")
+	fmt.Fprintln(env.Stdout, "  not yet: the Bigtable API (127.0.0.1:8086); it arrives with a later issue.")
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
 	<-ctx.Done()
 	fmt.Fprintln(env.Stdout, "\nstopping...")
 	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = errors.Join(srv.Shutdown(shut), roles.close(shut))
+	err = errors.Join(gateway.Close(shut), srv.Shutdown(shut), roles.close(shut))
 	if closeReplicas(env, "demo", cellReplicas...) != 0 {
 		return 1
 	}

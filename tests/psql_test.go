@@ -1,0 +1,44 @@
+package tests
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestPsqlAgainstDemo connects Debian's psql (installed by scripts/deps.sh)
+// to the demo's gateway with the URL the demo prints, and runs what the
+// SQL layer answers today.
+func TestPsqlAgainstDemo(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Fatal("psql is not installed; scripts/deps.sh installs postgresql-client")
+	}
+	bin := buildCellar(t)
+	d := startDemo(t, bin, t.TempDir())
+	defer d.stop(t)
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(psql, append([]string{"-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", d.pg}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("-c", "SELECT 1 AS one, 'cellar' || '!' AS name", "-c", "SHOW server_version",
+		"-c", "SET application_name = 'psql-test'", "-c", "SHOW application_name", "-c", "SELECT current_user, current_database()")
+	if err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	want := "1|cellar!\n15.4\nSET\npsql-test\ncellar|cellar\n"
+	if out != want {
+		t.Fatalf("psql printed:\n%s\nwant:\n%s", out, want)
+	}
+	// A transaction block in one script, with an error inside it.
+	out, err = run("-v", "ON_ERROR_STOP=0", "-c", "BEGIN; SELECT 1/0; SELECT 1; ROLLBACK;")
+	if !strings.Contains(out, "division by zero") {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	// Errors point at the right character.
+	out, _ = run("-c", "SELECT x")
+	if !strings.Contains(out, `column "x" does not exist`) || !strings.Contains(out, "LINE 1: SELECT x") {
+		t.Fatalf("psql error: %s", out)
+	}
+}
