@@ -159,7 +159,7 @@ func (c *conn) simpleQuery(sql string) {
 	}
 	for _, st := range stmts {
 		if len(st.Params) > 0 {
-			c.sendError(query.Errorf(query.CodeUndefinedParameter, "there is no parameter $1"))
+			c.sendError(&query.Error{Code: query.CodeUndefinedParameter, Message: "there is no parameter $1", Position: st.ParamPosition})
 			c.sess.Failed()
 			return
 		}

@@ -27,8 +27,9 @@ type evalEnv struct {
 }
 
 type compiler struct {
-	s      *Session
-	params []uint32
+	s          *Session
+	params     []uint32
+	firstParam int // position of the first parameter reference
 }
 
 func (s *Session) compileSelect(st *Statement, sel *pg.SelectStmt, paramOIDs []uint32) (*Statement, error) {
@@ -62,6 +63,7 @@ func (s *Session) compileSelect(st *Statement, sel *pg.SelectStmt, paramOIDs []u
 		}
 	}
 	st.Params = c.params
+	st.ParamPosition = c.firstParam
 	for _, e := range exprs {
 		st.Columns = append(st.Columns, Column{Name: e.name, OID: e.oid})
 	}
@@ -121,6 +123,9 @@ func (c *compiler) expr(n *pg.Node, want uint32) (*expr, error) {
 		}
 		for len(c.params) <= i {
 			c.params = append(c.params, 0)
+		}
+		if c.firstParam == 0 {
+			c.firstParam = int(x.ParamRef.Location) + 1
 		}
 		if c.params[i] == 0 && want != 0 && want != OIDUnknown {
 			c.params[i] = want

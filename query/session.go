@@ -102,6 +102,9 @@ type Statement struct {
 	Params []uint32
 	// Columns describe the rows it returns; nil if it returns none.
 	Columns []Column
+	// ParamPosition is where the first parameter reference is (1-based),
+	// for the error of a simple query that has one.
+	ParamPosition int
 	// kind names the statement for errors and the failed-transaction rule.
 	kind string
 	run  func(ctx context.Context, s *Session, args []any) (*Result, error)
