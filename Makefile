@@ -49,6 +49,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRecordDecode$$' -fuzztime $(FUZZTIME) ./kv/commitlog/
 	$(GO) test -run '^$$' -fuzz '^FuzzBlockDecode$$' -fuzztime $(FUZZTIME) ./kv/sstable/
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./kv/sstable/
+	$(GO) test -run '^$$' -fuzz '^FuzzConnection$$' -fuzztime $(FUZZTIME) ./pgwire/
+	$(GO) test -run '^$$' -fuzz '^FuzzSCRAM$$' -fuzztime $(FUZZTIME) ./pgwire/
 
 deps:
 	./scripts/deps.sh

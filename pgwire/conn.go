@@ -42,7 +42,8 @@ type conn struct {
 	be  *pgproto3.Backend
 	tls bool
 
-	pid, secret    uint32
+	pid            uint32
+	secret         []byte
 	user, database string
 	sess           Session
 
@@ -347,7 +348,7 @@ func (c *conn) askPassword(req pgproto3.BackendMessage, authType uint32) (string
 		return "", err
 	}
 	c.be.SetAuthType(authType)
-	msg, err := c.be.Receive()
+	msg, err := c.receive()
 	if err != nil {
 		return "", err
 	}
@@ -380,7 +381,7 @@ func (c *conn) scram(user *User) error {
 		return err
 	}
 	c.be.SetAuthType(pgproto3.AuthTypeSASL)
-	msg, err := c.be.Receive()
+	msg, err := c.receive()
 	if err != nil {
 		return err
 	}
@@ -397,7 +398,7 @@ func (c *conn) scram(user *User) error {
 		return err
 	}
 	c.be.SetAuthType(pgproto3.AuthTypeSASLContinue)
-	if msg, err = c.be.Receive(); err != nil {
+	if msg, err = c.receive(); err != nil {
 		return err
 	}
 	final, ok := msg.(*pgproto3.SASLResponse)
@@ -410,6 +411,18 @@ func (c *conn) scram(user *User) error {
 	}
 	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(out)})
 	return nil
+}
+
+// receive reads the next message. A decoder that panics on a malformed
+// message (pgproto3 v5.7 did, on a short SASLInitialResponse) costs the
+// connection, not the server.
+func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, err = nil, fatalf(query.CodeProtocolViolation, "malformed message: %v", r)
+		}
+	}()
+	return c.be.Receive()
 }
 
 func (c *conn) setCancel(f context.CancelFunc) {

@@ -18,7 +18,7 @@ import (
 func (c *conn) loop() {
 	for {
 		c.setIdleDeadline()
-		msg, err := c.be.Receive()
+		msg, err := c.receive()
 		if err != nil {
 			c.receiveFailed(err)
 			return
@@ -101,7 +101,10 @@ func (c *conn) receiveFailed(err error) {
 		return
 	}
 	var ne net.Error
+	var f fatal
 	switch {
+	case errors.As(err, &f):
+		c.reportFatal(err)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	case errors.As(err, &ne) && ne.Timeout():
 		if c.sess.TxStatus() == query.TxIdle {

@@ -201,31 +201,28 @@ func (s *Server) Close(ctx context.Context) error {
 
 // register gives a connection its process id and secret key.
 func (s *Server) register(c *conn) error {
-	var key [4]byte
-	if _, err := rand.Read(key[:]); err != nil {
+	key := make([]byte, 4)
+	if _, err := rand.Read(key); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextPID++
-	c.pid, c.secret = s.nextPID, binary.BigEndian.Uint32(key[:])
+	c.pid, c.secret = s.nextPID, key
 	s.backends[c.pid] = c
 	return nil
 }
 
 // cancel cancels the running statement of the backend pid if the secret
 // matches; like PostgreSQL, it says nothing either way.
-func (s *Server) cancel(pid, secret uint32) {
+func (s *Server) cancel(pid uint32, secret []byte) {
 	s.mu.Lock()
 	c := s.backends[pid]
 	s.mu.Unlock()
 	if c == nil {
 		return
 	}
-	var a, b [4]byte
-	binary.BigEndian.PutUint32(a[:], c.secret)
-	binary.BigEndian.PutUint32(b[:], secret)
-	if subtle.ConstantTimeCompare(a[:], b[:]) == 1 {
+	if subtle.ConstantTimeCompare(c.secret, secret) == 1 {
 		c.cancelStatement()
 	}
 }

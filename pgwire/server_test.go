@@ -113,7 +113,7 @@ func TestSessionBehaviour(t *testing.T) {
 			t.Errorf("ParameterStatus %s = %q, want %q", name, got, want)
 		}
 	}
-	if pc.PID() == 0 || pc.SecretKey() == 0 {
+	if pc.PID() == 0 || len(pc.SecretKey()) != 4 {
 		t.Error("no BackendKeyData")
 	}
 	// A SET of a reported setting sends its new value.
