@@ -44,6 +44,7 @@ type Session struct {
 	txSaved  *settings // the settings at BEGIN, restored by ROLLBACK
 	tx       TxStatus
 	reported map[string]string // reported settings as last sent
+	cursors  map[string]*cursor
 }
 
 // NewSession starts a session.
@@ -51,7 +52,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, reported: map[string]string{}}
+	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, reported: map[string]string{}, cursors: map[string]*cursor{}}
 	if opts.ApplicationName != "" {
 		s.set.byName["application_name"].value = opts.ApplicationName
 	}
@@ -245,9 +246,16 @@ func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Stateme
 				return nil, Errorf(CodeActiveTransaction, "DISCARD ALL cannot run inside a transaction block")
 			}
 			s.set = newSettings(s.opts.User, s.opts.Superuser)
+			s.cursors = map[string]*cursor{}
 			return &Result{Tag: "DISCARD ALL", DiscardAll: true}, nil
 		}
 		return st, nil
+	case *pg.Node_DeclareCursorStmt:
+		return s.compileDeclare(st, x.DeclareCursorStmt)
+	case *pg.Node_FetchStmt:
+		return s.compileFetch(st, x.FetchStmt)
+	case *pg.Node_ClosePortalStmt:
+		return s.compileClose(st, x.ClosePortalStmt.Portalname)
 	case *pg.Node_DeallocateStmt:
 		d := x.DeallocateStmt
 		st.run = func(context.Context, *Session, []any) (*Result, error) {
@@ -338,6 +346,7 @@ func (s *Session) endTx(commit bool) {
 	if !commit && s.txSaved != nil {
 		s.set = *s.txSaved
 	}
+	s.dropCursors(commit)
 	s.txSaved = nil
 	s.tx = TxIdle
 }

@@ -1,0 +1,119 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+// Cursors (DECLARE / FETCH / MOVE / CLOSE), which psycopg's named cursors
+// use. A cursor holds its query's result, computed at DECLARE, and reads
+// forward through it. One without HOLD lives until its transaction ends,
+// and may only be declared inside a transaction block.
+
+const cursorOptHold = 0x0020 // PostgreSQL's CURSOR_OPT_HOLD
+
+type cursor struct {
+	columns []Column
+	rows    [][]any
+	pos     int
+	hold    bool
+}
+
+func (s *Session) compileDeclare(st *Statement, d *pg.DeclareCursorStmt) (*Statement, error) {
+	inner, err := s.compile(st.SQL, d.Query, nil)
+	if err != nil {
+		return nil, err
+	}
+	if inner.Columns == nil {
+		return nil, Errorf(CodeSyntaxError, "cursor query must return rows")
+	}
+	name := d.Portalname
+	hold := d.Options&cursorOptHold != 0
+	st.Params = inner.Params
+	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
+		if !hold && s.tx == TxIdle {
+			return nil, Errorf(CodeNoActiveTransaction, "DECLARE CURSOR can only be used in transaction blocks")
+		}
+		if _, exists := s.cursors[name]; exists {
+			return nil, Errorf("42P03", "cursor %q already exists", name)
+		}
+		res, err := inner.run(ctx, s, args)
+		if err != nil {
+			return nil, err
+		}
+		s.cursors[name] = &cursor{columns: res.Columns, rows: res.Rows, hold: hold}
+		return &Result{Tag: "DECLARE CURSOR"}, nil
+	}
+	return st, nil
+}
+
+func (s *Session) compileFetch(st *Statement, f *pg.FetchStmt) (*Statement, error) {
+	name := f.Portalname
+	if !f.Ismove {
+		if c, ok := s.cursors[name]; ok {
+			st.Columns = c.columns // for Describe; FETCH's rows are the cursor's
+		}
+	}
+	st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+		c, ok := s.cursors[name]
+		if !ok {
+			return nil, Errorf(CodeInvalidCursorName, "cursor %q does not exist", name)
+		}
+		n := f.HowMany
+		switch f.Direction {
+		case pg.FetchDirection_FETCH_FORWARD:
+		case pg.FetchDirection_FETCH_RELATIVE, pg.FetchDirection_FETCH_ABSOLUTE:
+			if n < 0 {
+				return nil, Errorf(CodeFeatureNotSupported, "cursor can only scan forward")
+			}
+			if f.Direction == pg.FetchDirection_FETCH_ABSOLUTE {
+				if int(n) <= c.pos {
+					return nil, Errorf(CodeFeatureNotSupported, "cursor can only scan forward")
+				}
+				c.pos = min(int(n)-1, len(c.rows))
+				n = 1
+			}
+		default:
+			return nil, Errorf(CodeFeatureNotSupported, "cursor can only scan forward")
+		}
+		end := len(c.rows)
+		if n != math.MaxInt64 && c.pos+int(n) < end {
+			end = c.pos + int(n)
+		}
+		rows := c.rows[c.pos:end]
+		c.pos = end
+		if f.Ismove {
+			return &Result{Tag: fmt.Sprintf("MOVE %d", len(rows))}, nil
+		}
+		return &Result{Columns: c.columns, Rows: rows, Tag: fmt.Sprintf("FETCH %d", len(rows))}, nil
+	}
+	return st, nil
+}
+
+func (s *Session) compileClose(st *Statement, name string) (*Statement, error) {
+	st.run = func(context.Context, *Session, []any) (*Result, error) {
+		if name == "" {
+			s.cursors = map[string]*cursor{}
+			return &Result{Tag: "CLOSE CURSOR ALL"}, nil
+		}
+		if _, ok := s.cursors[name]; !ok {
+			return nil, Errorf(CodeInvalidCursorName, "cursor %q does not exist", name)
+		}
+		delete(s.cursors, name)
+		return &Result{Tag: "CLOSE CURSOR"}, nil
+	}
+	return st, nil
+}
+
+// dropCursors ends the cursors of a transaction: all of them on
+// rollback, the ones without HOLD on commit.
+func (s *Session) dropCursors(commit bool) {
+	for name, c := range s.cursors {
+		if !commit || !c.hold {
+			delete(s.cursors, name)
+		}
+	}
+}
