@@ -370,6 +370,12 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	case 'P':
 		p, ok := c.portals[m.Name]
 		if !ok {
+			// A cursor made by DECLARE is a portal too (psycopg 3
+			// describes its server-side cursors this way).
+			if cols, ok := c.sess.CursorColumns(m.Name); ok {
+				c.be.Send(rowDescription(cols, nil))
+				return nil
+			}
 			return query.Errorf(query.CodeInvalidCursorName, "portal %q does not exist", m.Name)
 		}
 		if p.st == nil || p.st.Columns == nil {

@@ -26,6 +26,7 @@ type Session interface {
 	TxStatus() query.TxStatus
 	ReportChanges() [][2]string
 	Setting(name string) (string, bool)
+	CursorColumns(name string) ([]query.Column, bool)
 }
 
 // Options configure a server. The zero value of every field but

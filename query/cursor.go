@@ -117,3 +117,13 @@ func (s *Session) dropCursors(commit bool) {
 		}
 	}
 }
+
+// CursorColumns returns the columns of a declared cursor: on the wire a
+// cursor is a portal, which a client may Describe by its name.
+func (s *Session) CursorColumns(name string) ([]Column, bool) {
+	c, ok := s.cursors[name]
+	if !ok {
+		return nil, false
+	}
+	return c.columns, true
+}

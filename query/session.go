@@ -45,6 +45,14 @@ type Session struct {
 	tx       TxStatus
 	reported map[string]string // reported settings as last sent
 	cursors  map[string]*cursor
+	// savepoints of the transaction block, oldest first, each with the
+	// settings at its start.
+	savepoints []savepoint
+}
+
+type savepoint struct {
+	name string
+	set  settings
 }
 
 // NewSession starts a session.
@@ -334,6 +342,43 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 			s.endTx(false)
 			return &Result{Tag: "ROLLBACK"}, nil
 		}
+	case pg.TransactionStmtKind_TRANS_STMT_SAVEPOINT:
+		name := t.SavepointName
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			if s.tx == TxIdle {
+				return nil, Errorf(CodeNoActiveTransaction, "SAVEPOINT can only be used in transaction blocks")
+			}
+			s.savepoints = append(s.savepoints, savepoint{name: name, set: s.set.clone()})
+			return &Result{Tag: "SAVEPOINT"}, nil
+		}
+	case pg.TransactionStmtKind_TRANS_STMT_RELEASE, pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+		name := t.SavepointName
+		release := t.Kind == pg.TransactionStmtKind_TRANS_STMT_RELEASE
+		st.endsTx = !release // ROLLBACK TO is allowed in a failed block
+		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+			what := "ROLLBACK TO SAVEPOINT"
+			if release {
+				what = "RELEASE SAVEPOINT"
+			}
+			if s.tx == TxIdle {
+				return nil, Errorf(CodeNoActiveTransaction, "%s can only be used in transaction blocks", what)
+			}
+			i := len(s.savepoints) - 1
+			for i >= 0 && s.savepoints[i].name != name {
+				i--
+			}
+			if i < 0 {
+				return nil, Errorf("3B001", "savepoint %q does not exist", name)
+			}
+			if release {
+				s.savepoints = s.savepoints[:i]
+				return &Result{Tag: "RELEASE"}, nil
+			}
+			s.set = s.savepoints[i].set.clone()
+			s.savepoints = s.savepoints[:i+1]
+			s.tx = TxActive
+			return &Result{Tag: "ROLLBACK"}, nil
+		}
 	default:
 		return nil, Errorf(CodeFeatureNotSupported, "%s is not supported", strings.ReplaceAll(strings.TrimPrefix(t.Kind.String(), "TRANS_STMT_"), "_", " "))
 	}
@@ -347,6 +392,7 @@ func (s *Session) endTx(commit bool) {
 		s.set = *s.txSaved
 	}
 	s.dropCursors(commit)
+	s.savepoints = nil
 	s.txSaved = nil
 	s.tx = TxIdle
 }

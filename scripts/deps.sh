@@ -18,8 +18,13 @@ fi
 
 # Debian packages, installed only when missing.
 need=()
-# gcc builds pg_query_go (cgo); psql is a test client of the gateway.
-pkgs=(make git gcc libc6-dev postgresql-client)
+# gcc builds pg_query_go (cgo). The gateway's tests run real clients:
+# psql and pgbench (postgresql-15 carries pgbench), psycopg 2 and 3,
+# pgjdbc with a JDK, and node-postgres (npm, below).
+pkgs=(make git gcc libc6-dev postgresql-client postgresql-15 python3-psycopg2 python3-psycopg
+	libpostgresql-jdbc-java default-jdk-headless)
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 if [ "${1:-}" = bench ]; then
 	pkgs+=(etcd-server)
 fi
@@ -35,3 +40,7 @@ fi
 
 go mod download
 (cd tests/bench && go mod download)
+# node-postgres and pg-cursor, at the versions package-lock.json pins.
+if [ ! -d tests/clients/node/node_modules ] || [ tests/clients/node/package-lock.json -nt tests/clients/node/node_modules ]; then
+	(cd tests/clients/node && npm ci --no-audit --no-fund --silent)
+fi
