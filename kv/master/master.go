@@ -341,7 +341,9 @@ func (m *Master) listTablets(ctx context.Context, addr string) (*pb.ListTabletsR
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.opts.ScanInterval)
+	// At least a second: a short scan interval must not turn a busy
+	// server into a silent one.
+	ctx, cancel := context.WithTimeout(ctx, max(m.opts.ScanInterval, time.Second))
 	defer cancel()
 	return cli.ListTablets(ctx, &pb.ListTabletsRequest{})
 }
