@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -46,6 +47,9 @@ func runDemo(args []string, env Env) int {
 	tsCount := fs.Int("tabletservers", 3, "tablet servers to run")
 	masterAddr := fs.String("master", "127.0.0.1:9001", "address of the master's admin RPCs")
 	pgAddr := fs.String("pgwire", "127.0.0.1:5433", "address of the PostgreSQL protocol gateway (psql, drivers)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate for the gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
+	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
+	tlsRequired := fs.Bool("tls-required", false, "refuse gateway connections that do not use TLS")
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
@@ -87,6 +91,28 @@ func runDemo(args []string, env Env) int {
 	// The gateway: loopback connections of user cellar to database cellar
 	// are trusted; everyone else authenticates with SCRAM against the
 	// users of `cellar admin user add`.
+	gwOpts := pgwire.Options{
+		NewSession:  func(o query.SessionOptions) (pgwire.Session, error) { return query.NewSession(o) },
+		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
+		TLSRequired: *tlsRequired,
+		Logf:        stampedLog(env),
+	}
+	if *tlsCert != "" || *tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			srv.Close()
+			roles.close(context.Background())
+			closeReplicas(env, "demo", cellReplicas...)
+			return fail(env, "demo", fmt.Errorf("gateway TLS: %w", err))
+		}
+		gwOpts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if err := gwOpts.Validate(); err != nil {
+		srv.Close()
+		roles.close(context.Background())
+		closeReplicas(env, "demo", cellReplicas...)
+		return fail(env, "demo", err)
+	}
 	pgln, err := net.Listen("tcp", *pgAddr)
 	if err != nil {
 		srv.Close()
@@ -94,11 +120,7 @@ func runDemo(args []string, env Env) int {
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", fmt.Errorf("pgwire gateway: %w", err))
 	}
-	gateway := pgwire.New(pgwire.Options{
-		NewSession: func(o query.SessionOptions) (pgwire.Session, error) { return query.NewSession(o) },
-		Users:      &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
-		Logf:       stampedLog(env),
-	})
+	gateway := pgwire.New(gwOpts)
 	go gateway.Serve(pgln)
 
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
