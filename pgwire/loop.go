@@ -172,7 +172,12 @@ func (c *conn) simpleQuery(sql string) {
 			return
 		}
 		c.sendNotices(res.Notices)
-		if res.Columns != nil {
+		if res.Copy != nil {
+			if err := c.sendCopyOut(res); err != nil {
+				c.sendError(err)
+				return
+			}
+		} else if res.Columns != nil {
 			c.be.Send(rowDescription(res.Columns, nil))
 			if err := c.sendRows(res, 0, len(res.Rows), nil); err != nil {
 				c.sendError(err)
@@ -406,6 +411,13 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 		p.res = res
 		c.sendNotices(res.Notices)
 		c.applyEffects(res)
+		if res.Copy != nil {
+			if err := c.sendCopyOut(res); err != nil {
+				return err
+			}
+			c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})
+			return nil
+		}
 	}
 	end := len(p.res.Rows)
 	if m.MaxRows > 0 && p.pos+int(m.MaxRows) < end {

@@ -162,6 +162,10 @@ func describe(m pgproto3.BackendMessage) string {
 		return fmt.Sprintf("ReadyForQuery %c", x.TxStatus)
 	case *pgproto3.ParameterStatus:
 		return fmt.Sprintf("ParameterStatus %s=%q", x.Name, x.Value)
+	case *pgproto3.CopyData:
+		return fmt.Sprintf("CopyData %q", x.Data)
+	case *pgproto3.CopyOutResponse:
+		return fmt.Sprintf("CopyOutResponse %d %v", x.OverallFormat, x.ColumnFormatCodes)
 	case *pgproto3.ParameterDescription:
 		return fmt.Sprintf("ParameterDescription %v", x.ParameterOIDs)
 	}

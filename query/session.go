@@ -134,6 +134,8 @@ type Result struct {
 	Deallocate    string
 	// DiscardAll: the wire layer drops prepared statements and portals.
 	DiscardAll bool
+	// Copy, if set, asks for the rows as COPY data.
+	Copy *CopyOut
 }
 
 // Parse parses a simple query string into its statements. A syntax error
@@ -258,6 +260,8 @@ func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Stateme
 			return &Result{Tag: "DISCARD ALL", DiscardAll: true}, nil
 		}
 		return st, nil
+	case *pg.Node_CopyStmt:
+		return s.compileCopy(st, x.CopyStmt)
 	case *pg.Node_DeclareCursorStmt:
 		return s.compileDeclare(st, x.DeclareCursorStmt)
 	case *pg.Node_FetchStmt:

@@ -36,6 +36,11 @@ func TestPsqlAgainstDemo(t *testing.T) {
 	if !strings.Contains(out, "division by zero") {
 		t.Fatalf("psql: %v\n%s", err, out)
 	}
+	// \copy of a query, to psql's stdout, in CSV.
+	out, err = run("-c", `\copy (SELECT 1 AS a, 'x,y' AS b) TO STDOUT WITH (FORMAT csv, HEADER)`)
+	if err != nil || out != "a,b\n1,\"x,y\"\n" {
+		t.Fatalf("\\copy: %v\n%q", err, out)
+	}
 	// Errors point at the right character.
 	out, _ = run("-c", "SELECT x")
 	if !strings.Contains(out, `column "x" does not exist`) || !strings.Contains(out, "LINE 1: SELECT x") {

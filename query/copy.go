@@ -1,0 +1,115 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+// COPY (query) TO STDOUT: the rows of a query in COPY's text, CSV or
+// binary format, which the wire layer writes (psql's \copy uses it too).
+// COPY of tables, and COPY FROM, need tables in SQL: issue 6.
+
+// CopyOut asks the wire layer to send a result as COPY data.
+type CopyOut struct {
+	Format    string // "text", "csv" or "binary"
+	Header    bool
+	Delimiter string
+	Null      string
+	Quote     string
+}
+
+func (s *Session) compileCopy(st *Statement, c *pg.CopyStmt) (*Statement, error) {
+	switch {
+	case c.IsFrom:
+		return nil, Errorf(CodeFeatureNotSupported, "COPY FROM is not supported yet: tables in SQL arrive with issue 6")
+	case c.Relation != nil:
+		return nil, Errorf(CodeFeatureNotSupported, "COPY of a table is not supported yet: tables in SQL arrive with issue 6; COPY (query) TO STDOUT works")
+	case c.Filename != "" || c.IsProgram:
+		return nil, Errorf(CodeInsufficientPrivilege, "COPY to a file or program on the server is not allowed; use COPY ... TO STDOUT or psql's \\copy")
+	}
+	inner, err := s.compile(st.SQL, c.Query, nil)
+	if err != nil {
+		return nil, err
+	}
+	if inner.Columns == nil {
+		return nil, Errorf(CodeFeatureNotSupported, "COPY query must return rows")
+	}
+	out := &CopyOut{Format: "text", Delimiter: "\t", Null: `\N`, Quote: `"`}
+	delimSet, nullSet := false, false
+	for _, o := range c.Options {
+		d := o.GetDefElem()
+		if d == nil {
+			continue
+		}
+		arg := ""
+		if d.Arg != nil {
+			switch a := d.Arg.Node.(type) {
+			case *pg.Node_String_:
+				arg = a.String_.Sval
+			case *pg.Node_Boolean:
+				arg = map[bool]string{true: "true", false: "false"}[a.Boolean.Boolval]
+			case *pg.Node_Integer:
+				arg = fmt.Sprint(a.Integer.Ival)
+			}
+		}
+		switch d.Defname {
+		case "format":
+			switch strings.ToLower(arg) {
+			case "text", "csv", "binary":
+				out.Format = strings.ToLower(arg)
+			default:
+				return nil, Errorf(CodeInvalidParameterValue, "COPY format %q not recognized", arg)
+			}
+		case "header":
+			v := arg
+			if v == "" {
+				v = "true" // HEADER alone
+			}
+			h, err := ParseText(OIDBool, v)
+			if err != nil {
+				return nil, Errorf(CodeSyntaxError, "header requires a Boolean value")
+			}
+			out.Header = h.(bool)
+		case "delimiter":
+			if len(arg) != 1 {
+				return nil, Errorf(CodeFeatureNotSupported, "COPY delimiter must be a single one-byte character")
+			}
+			out.Delimiter, delimSet = arg, true
+		case "null":
+			out.Null, nullSet = arg, true
+		case "quote":
+			if len(arg) != 1 {
+				return nil, Errorf(CodeFeatureNotSupported, "COPY quote must be a single one-byte character")
+			}
+			out.Quote = arg
+		default:
+			return nil, Errorf(CodeFeatureNotSupported, "COPY option %q is not supported", d.Defname)
+		}
+	}
+	if out.Format == "csv" {
+		if !delimSet {
+			out.Delimiter = ","
+		}
+		if !nullSet {
+			out.Null = ""
+		}
+	}
+	if out.Format == "binary" && (delimSet || nullSet || out.Header) {
+		return nil, Errorf(CodeSyntaxError, "cannot specify DELIMITER, NULL or HEADER in BINARY mode")
+	}
+	if out.Header && out.Format == "text" {
+		return nil, Errorf(CodeFeatureNotSupported, "COPY HEADER available only in CSV mode")
+	}
+	st.Params = inner.Params
+	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
+		res, err := inner.run(ctx, s, args)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Columns: res.Columns, Rows: res.Rows, Tag: fmt.Sprintf("COPY %d", len(res.Rows)), Copy: out}, nil
+	}
+	return st, nil
+}
