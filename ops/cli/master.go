@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -32,7 +33,7 @@ func runMaster(args []string, env Env) int {
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
 	scan := fs.Duration("scan-interval", time.Second, "how often the master looks at the tablet servers")
-	dfsRoot := fs.String("dfs", "", "root of the tablet servers' shared file system, for the file GC (empty: no GC)")
+	dfsRoot := fs.String("dfs", filepath.Join("cellar-data", "dfs"), "root of the tablet servers' shared file system (as they mount it), for the file GC; empty: no GC")
 	mergeSize := fs.Int64("merge-size", 0, "merge two adjacent tablets on one server when their sizes add up to less than this many bytes (0: never)")
 	noBalance := fs.Bool("no-balance", false, "do not move tablets to even out the servers' tablet counts")
 	pos, err := parseFlags(fs, args, env, "CELLAR_MASTER")
