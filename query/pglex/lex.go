@@ -64,7 +64,7 @@ type unit struct {
 	text  string
 	in    int // where it starts in the input
 	space bool
-	word  bool   // an identifier, keyword or constant (may take a ::)
+	word  bool // an identifier, keyword or constant (may take a ::)
 	tok   pg.Token
 	sub   []span // spans inside text, relative; nil: all from in
 }
@@ -500,8 +500,9 @@ func joinUnits(units []unit, resolve bool) (string, []span, []int) {
 	return b.String(), spans, params
 }
 
-// literal reads a PostgreSQL string constant: '…' (with ''), E'…' (with
-// backslash escapes) or $tag$…$tag$.
+// literal reads a PostgreSQL string constant: a standard one (a doubled
+// quote inside stands for one), E'…' (with backslash escapes) or
+// $tag$…$tag$.
 func literal(tok string) (string, error) {
 	switch {
 	case strings.HasPrefix(tok, "$"):
