@@ -344,6 +344,28 @@ func (mt *modelTest) reopen(crash bool) {
 
 func (mt *modelTest) step(ctx context.Context, i int) string {
 	switch k := mt.r.Intn(1000); {
+	case k < 150:
+		// A batch of row mutations, some of one row: each applies
+		// atomically and in order.
+		n := 1 + mt.r.Intn(5)
+		batch := make([]*model.RowMutation, n)
+		mt.clock.tick()
+		var resolved [][]model.Mutation
+		for j := range batch {
+			muts := make([]model.Mutation, 1+mt.r.Intn(3))
+			for k := range muts {
+				muts[k] = mt.mutation()
+			}
+			batch[j] = &model.RowMutation{Row: mt.row(), Mutations: muts}
+			resolved = append(resolved, mt.resolve(muts))
+		}
+		for j, err := range mt.s.ApplyBatch(ctx, "t", batch) {
+			if err != nil {
+				mt.t.Fatalf("op %d: ApplyBatch entry %d: %v", i, j, err)
+			}
+			mt.ref.apply(batch[j].Row, resolved[j])
+		}
+		return "batch"
 	case k < 550:
 		row := mt.row()
 		muts := make([]model.Mutation, 1+mt.r.Intn(3))

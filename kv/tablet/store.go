@@ -812,6 +812,40 @@ func (s *Store) Apply(ctx context.Context, table string, m *model.RowMutation) e
 	return s.routed(ctx, table, m.Row, func(t *Tablet) error { return t.Apply(ctx, m) })
 }
 
+// ApplyBatch routes row mutations to their tablets and applies each
+// tablet's share as one batch (Tablet.ApplyBatch): each row atomically,
+// the batch as a whole not. It returns one error per mutation.
+func (s *Store) ApplyBatch(ctx context.Context, table string, ms []*model.RowMutation) []error {
+	errs := make([]error, len(ms))
+	groups := map[*Tablet][]int{}
+	var order []*Tablet
+	for i, m := range ms {
+		t, err := s.Locate(table, m.Row)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, ok := groups[t]; !ok {
+			order = append(order, t)
+		}
+		groups[t] = append(groups[t], i)
+	}
+	for _, t := range order {
+		idx := groups[t]
+		batch := make([]*model.RowMutation, len(idx))
+		for k, i := range idx {
+			batch[k] = ms[i]
+		}
+		for k, err := range t.ApplyBatch(ctx, batch) {
+			if err != nil && errors.Is(err, model.ErrNotServing) && t.retired.Load() {
+				err = s.Apply(ctx, table, batch[k]) // split or merged meanwhile
+			}
+			errs[idx[k]] = err
+		}
+	}
+	return errs
+}
+
 // ReadRow routes a row read to its tablet.
 func (s *Store) ReadRow(ctx context.Context, table string, row []byte, opts ReadOptions) (out model.Row, found bool, err error) {
 	err = s.routed(ctx, table, row, func(t *Tablet) error {

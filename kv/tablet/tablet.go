@@ -218,11 +218,66 @@ func (t *Tablet) Apply(ctx context.Context, m *model.RowMutation) error {
 	return t.finish(w)
 }
 
+// ApplyBatch writes several row mutations of this tablet: each row
+// atomically, the batch as a whole not. It does the per-write work once
+// for the batch (the wait for room, the commit mutex, the row locks), and
+// one group commit covers it. Mutations of one row apply in their order.
+// It returns one error per mutation.
+func (t *Tablet) ApplyBatch(ctx context.Context, ms []*model.RowMutation) []error {
+	errs := make([]error, len(ms))
+	var todo []int
+	for i, m := range ms {
+		if errs[i] = t.validate(m); errs[i] == nil {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return errs
+	}
+	if err := t.waitForRoom(ctx); err != nil {
+		for _, i := range todo {
+			errs[i] = err
+		}
+		return errs
+	}
+	// Lock the rows' stripes in index order, each once.
+	stripes := make([]int, 0, len(todo))
+	for _, i := range todo {
+		stripes = append(stripes, int(maphash.Bytes(t.seed, ms[i].Row)%numStripes))
+	}
+	locked := slices.Clone(stripes)
+	slices.Sort(locked)
+	locked = slices.Compact(locked)
+	for _, k := range locked {
+		t.stripes[k].mu.Lock()
+	}
+	ops := make([]*writeOp, len(ms))
+	t.commitMu.Lock()
+	for n, i := range todo {
+		ops[i], errs[i] = t.commitLocked(ctx, ms[i].Row, ms[i].Mutations, &t.stripes[stripes[n]])
+	}
+	t.commitMu.Unlock()
+	for _, k := range locked {
+		t.stripes[k].mu.Unlock()
+	}
+	for _, i := range todo {
+		if ops[i] != nil {
+			errs[i] = t.finish(ops[i])
+		}
+	}
+	return errs
+}
+
 // commit assigns sequence numbers and timestamps and appends the record to
 // the log. The caller holds the row's stripe.
 func (t *Tablet) commit(ctx context.Context, row []byte, muts []model.Mutation, st *stripe) (*writeOp, error) {
 	t.commitMu.Lock()
 	defer t.commitMu.Unlock()
+	return t.commitLocked(ctx, row, muts, st)
+}
+
+// commitLocked is commit with commitMu held.
+func (t *Tablet) commitLocked(ctx context.Context, row []byte, muts []model.Mutation, st *stripe) (*writeOp, error) {
 	if t.retired.Load() {
 		return nil, t.notServing()
 	}

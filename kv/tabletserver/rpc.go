@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -295,14 +294,8 @@ func (s *Server) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.M
 	return &pb.MutateRowResponse{}, nil
 }
 
-// mutateRowsParallelism bounds the entries of one MutateRows applied at
-// once. Applying them together lets one group commit (one fsync) cover
-// many entries instead of one each.
-const mutateRowsParallelism = 32
-
 // MutateRows applies each entry atomically and reports each outcome. The
-// batch is not atomic: entries of different rows are applied concurrently,
-// entries of the same row in the order given.
+// batch is not atomic; entries of the same row apply in the order given.
 func (s *Server) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb.MutateRowsResponse, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
@@ -311,51 +304,37 @@ func (s *Server) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb
 		return nil, invalid("no table name")
 	}
 	out := &pb.MutateRowsResponse{Statuses: make([]*pb.Status, len(req.Entries))}
-	apply := func(i int) {
-		e := req.Entries[i]
-		err := s.serving()
-		if err == nil {
-			err = checkRow(req.Table, e.Row)
-		}
+	setStatus := func(i int, err error) {
+		st, _ := status.FromError(toStatus(err))
+		out.Statuses[i] = &pb.Status{Code: int32(st.Code()), Message: st.Message()}
+	}
+	// The valid entries go to the store as one batch per tablet, so one
+	// group commit and one pass of the per-write work cover many rows.
+	var batch []*model.RowMutation
+	var idx []int
+	for i, e := range req.Entries {
+		err := checkRow(req.Table, e.Row)
 		var ms []model.Mutation
 		if err == nil {
 			ms, err = mutationsFromProto(e.Mutations)
 		}
-		if err == nil {
-			err = toStatus(s.opts.Store.Apply(ctx, req.Table, &model.RowMutation{Row: e.Row, Mutations: ms}))
+		if err != nil {
+			setStatus(i, err)
+			continue
 		}
-		if err == nil {
-			err = s.stillServing()
-		}
-		st, _ := status.FromError(err)
-		out.Statuses[i] = &pb.Status{Code: int32(st.Code()), Message: st.Message()}
+		batch = append(batch, &model.RowMutation{Row: e.Row, Mutations: ms})
+		idx = append(idx, i)
 	}
-	// One task per row, keeping that row's entries in order.
-	var rows [][]int
-	byRow := map[string]int{}
-	for i, e := range req.Entries {
-		k, ok := byRow[string(e.Row)]
-		if !ok {
-			k = len(rows)
-			byRow[string(e.Row)] = k
-			rows = append(rows, nil)
-		}
-		rows[k] = append(rows[k], i)
-	}
-	sem := make(chan struct{}, mutateRowsParallelism)
-	var wg sync.WaitGroup
-	for _, entries := range rows {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			for _, i := range entries {
-				apply(i)
+	if len(batch) > 0 {
+		errs := s.opts.Store.ApplyBatch(ctx, req.Table, batch)
+		fenced := s.stillServing()
+		for k, err := range errs {
+			if err == nil {
+				err = fenced
 			}
-		}()
+			setStatus(idx[k], err)
+		}
 	}
-	wg.Wait()
 	return out, nil
 }
 

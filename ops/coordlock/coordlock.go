@@ -272,27 +272,80 @@ func (l *lock) Release(ctx context.Context) error {
 	return errors.Join(err, c.Close(ctx))
 }
 
-// Session is a session for the master's reads and deletions in the
-// servers directory.
+// Session is a Chubby session for reads and writes of files: the
+// master's in the servers directory, and the root-file reads of the kv
+// clients. A session that expires (its holder was paused, or the cell was
+// away for longer than the lease) is replaced by a new one on its next
+// use; the locks that matter are held elsewhere, each in its own session.
 type Session struct {
-	C *client.Client
+	svc *Service
+
+	mu sync.Mutex
+	c  *client.Client
 }
 
 // NewSession opens a session with the options of svc.
 func (s *Service) NewSession(ctx context.Context) (*Session, error) {
+	c, err := s.openClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{svc: s, c: c}, nil
+}
+
+func (s *Service) openClient(ctx context.Context) (*client.Client, error) {
 	opts := s.Client
 	opts.OnEvent = nil
 	c := client.New(opts)
 	if err := c.Open(ctx); err != nil {
 		return nil, err
 	}
-	return &Session{C: c}, nil
+	return c, nil
+}
+
+// cur returns the session's client.
+func (s *Session) cur() *client.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c
+}
+
+// do runs f, and once more on a new session if the session has expired.
+func (s *Session) do(ctx context.Context, f func(*client.Client) error) error {
+	c := s.cur()
+	err := f(c)
+	if !errors.Is(err, coord.ErrSessionExpired) {
+		return err
+	}
+	s.mu.Lock()
+	if s.c == c {
+		nc, oerr := s.svc.openClient(ctx)
+		if oerr != nil {
+			s.mu.Unlock()
+			return errors.Join(err, oerr)
+		}
+		s.c = nc
+		go c.Close(context.Background())
+	}
+	c = s.c
+	s.mu.Unlock()
+	return f(c)
 }
 
 // List returns the files of dir with their contents and whether they are
 // locked; a missing dir has no files.
 func (s *Session) List(ctx context.Context, dir string) ([]master.File, error) {
-	h, _, err := s.C.OpenNode(ctx, dir, client.OpenOptions{Mode: coord.ModeRead})
+	var out []master.File
+	err := s.do(ctx, func(c *client.Client) error {
+		var err error
+		out, err = s.list(ctx, c, dir)
+		return err
+	})
+	return out, err
+}
+
+func (s *Session) list(ctx context.Context, c *client.Client, dir string) ([]master.File, error) {
+	h, _, err := c.OpenNode(ctx, dir, client.OpenOptions{Mode: coord.ModeRead})
 	if errors.Is(err, coord.ErrNotFound) {
 		return nil, nil
 	}
@@ -310,7 +363,7 @@ func (s *Session) List(ctx context.Context, dir string) ([]master.File, error) {
 			continue
 		}
 		f := master.File{Name: e.Name, Locked: e.Stat.LockMode != coord.Unlocked}
-		fh, _, err := s.C.OpenNode(ctx, dir+"/"+e.Name, client.OpenOptions{Mode: coord.ModeRead})
+		fh, _, err := c.OpenNode(ctx, dir+"/"+e.Name, client.OpenOptions{Mode: coord.ModeRead})
 		if errors.Is(err, coord.ErrNotFound) {
 			continue // deleted since
 		}
@@ -330,7 +383,17 @@ func (s *Session) List(ctx context.Context, dir string) ([]master.File, error) {
 // TakeAndDelete tries to take path's lock without waiting and, if it gets
 // it, deletes the file. It reports whether it deleted it.
 func (s *Session) TakeAndDelete(ctx context.Context, path string) (bool, error) {
-	h, _, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
+	var ok bool
+	err := s.do(ctx, func(c *client.Client) error {
+		var err error
+		ok, err = s.takeAndDelete(ctx, c, path)
+		return err
+	})
+	return ok, err
+}
+
+func (s *Session) takeAndDelete(ctx context.Context, c *client.Client, path string) (bool, error) {
+	h, _, err := c.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
 	if errors.Is(err, coord.ErrNotFound) {
 		return false, nil
 	}
@@ -350,7 +413,11 @@ func (s *Session) TakeAndDelete(ctx context.Context, path string) (bool, error) 
 
 // DeleteFile deletes a file; a missing one is not an error.
 func (s *Session) DeleteFile(ctx context.Context, path string) error {
-	h, _, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
+	return s.do(ctx, func(c *client.Client) error { return s.deleteFile(ctx, c, path) })
+}
+
+func (s *Session) deleteFile(ctx context.Context, c *client.Client, path string) error {
+	h, _, err := c.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite})
 	if errors.Is(err, coord.ErrNotFound) {
 		return nil
 	}
@@ -370,7 +437,7 @@ func (m ForMaster) DeleteFile(ctx context.Context, path string) error {
 }
 
 // Close ends the session.
-func (s *Session) Close(ctx context.Context) error { return s.C.Close(ctx) }
+func (s *Session) Close(ctx context.Context) error { return s.cur().Close(ctx) }
 
 // ReadFile implements master.Coordinator.
 func (m ForMaster) ReadFile(ctx context.Context, path string) ([]byte, bool, error) {
@@ -384,7 +451,18 @@ func (m ForMaster) WriteFile(ctx context.Context, path string, data []byte) erro
 
 // ReadFile returns a file's contents and whether it exists.
 func (s *Session) ReadFile(ctx context.Context, path string) ([]byte, bool, error) {
-	h, _, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead})
+	var data []byte
+	var ok bool
+	err := s.do(ctx, func(c *client.Client) error {
+		var err error
+		data, ok, err = s.readFile(ctx, c, path)
+		return err
+	})
+	return data, ok, err
+}
+
+func (s *Session) readFile(ctx context.Context, c *client.Client, path string) ([]byte, bool, error) {
+	h, _, err := c.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead})
 	if errors.Is(err, coord.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -401,10 +479,14 @@ func (s *Session) ReadFile(ctx context.Context, path string) ([]byte, bool, erro
 
 // WriteFile creates or replaces a file, and its parent directories.
 func (s *Session) WriteFile(ctx context.Context, path string, data []byte) error {
-	if err := mkdirs(ctx, s.C, path); err != nil {
+	return s.do(ctx, func(c *client.Client) error { return s.writeFile(ctx, c, path, data) })
+}
+
+func (s *Session) writeFile(ctx context.Context, c *client.Client, path string, data []byte) error {
+	if err := mkdirs(ctx, c, path); err != nil {
 		return err
 	}
-	h, created, err := s.C.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true, Contents: data})
+	h, created, err := c.OpenNode(ctx, path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: true, Contents: data})
 	if err != nil {
 		return err
 	}
