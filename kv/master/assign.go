@@ -271,6 +271,9 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 	}
 	if !exists {
 		m.dropRow(ctx, d)
+		m.mu.Lock()
+		delete(m.missing, key)
+		m.mu.Unlock()
 		return true
 	}
 	target, ok := v.leastLoaded()

@@ -830,7 +830,7 @@ func (s *Store) ApplyBatch(ctx context.Context, table string, ms []*model.RowMut
 		}
 		groups[t] = append(groups[t], i)
 	}
-	for _, t := range order {
+	apply := func(t *Tablet) {
 		idx := groups[t]
 		batch := make([]*model.RowMutation, len(idx))
 		for k, i := range idx {
@@ -843,6 +843,20 @@ func (s *Store) ApplyBatch(ctx context.Context, table string, ms []*model.RowMut
 			errs[idx[k]] = err
 		}
 	}
+	if len(order) == 1 {
+		apply(order[0])
+		return errs
+	}
+	// Tablets commit side by side, so their group commits overlap.
+	var wg sync.WaitGroup
+	for _, t := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			apply(t)
+		}()
+	}
+	wg.Wait()
 	return errs
 }
 

@@ -406,3 +406,30 @@ func TestSortedRunsAndPickCompaction(t *testing.T) {
 		t.Fatalf("a sequential load of 20 disjoint files should not be merged; pick = %d", k)
 	}
 }
+
+// TestApplyBatchAcrossTablets: a batch spread over tablets applies each
+// row atomically, the rows of one key in order, and reports per entry.
+func TestApplyBatchAcrossTablets(t *testing.T) {
+	s := openStore(t, dfs.NewMem(), smallOptions(&fakeClock{}))
+	defer s.Close(context.Background())
+	ctx := context.Background()
+	if err := s.CreateTable(ctx, "t", testSchema, [][]byte{[]byte("m")}); err != nil {
+		t.Fatal(err)
+	}
+	batch := []*model.RowMutation{
+		{Row: []byte("a"), Mutations: []model.Mutation{set("a", "q", 1000, "first")}},
+		{Row: []byte("z"), Mutations: []model.Mutation{set("a", "q", 1000, "z")}},
+		{Row: []byte("a"), Mutations: []model.Mutation{set("a", "q", 1000, "second")}},
+		{Row: []byte("b"), Mutations: []model.Mutation{set("nofamily", "q", 1000, "x")}},
+	}
+	errs := s.ApplyBatch(ctx, "t", batch)
+	if errs[0] != nil || errs[1] != nil || errs[2] != nil || errs[3] == nil {
+		t.Fatalf("errors: %v", errs)
+	}
+	if got := readCells(t, s, "a", ReadOptions{}); got != "a:q@1000=second" {
+		t.Fatalf("row a: %s", got)
+	}
+	if got := readCells(t, s, "z", ReadOptions{}); got != "a:q@1000=z" {
+		t.Fatalf("row z: %s", got)
+	}
+}
