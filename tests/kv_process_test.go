@@ -169,6 +169,16 @@ func (c *procCluster) startLoad(ctx context.Context, table string, writers int) 
 	return l
 }
 
+// end stops the writers and waits for them; it may be called twice.
+func (l *load) end() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	l.wg.Wait()
+}
+
 func (l *load) waitFor(t *testing.T, what string, more int64) {
 	t.Helper()
 	target := l.n.Load() + more
@@ -248,14 +258,7 @@ func TestKVClusterProcesses(t *testing.T) {
 	eventually(t, "the master to see the servers", func() bool { return len(c.view(c.masters[0])) == 3 })
 	c.createTable(ctx, "t", "k2,k4,k6")
 	l := c.startLoad(ctx, "t", 4)
-	defer func() {
-		select {
-		case <-l.stop:
-		default:
-			close(l.stop)
-		}
-		l.wg.Wait()
-	}()
+	defer l.end()
 	l.waitFor(t, "before the first kill", 300)
 
 	isUser := func(tables []string) bool {
@@ -283,8 +286,7 @@ func TestKVClusterProcesses(t *testing.T) {
 	t.Logf("SIGKILL tablet server %s, which holds METADATA", root.id)
 	c.kill(root)
 	l.waitFor(t, "after METADATA's server crashed", 300)
-	close(l.stop)
-	l.wg.Wait()
+	l.end()
 	c.checkAcked(ctx, "t", l)
 	// Every tablet is served by exactly one live server.
 	eventually(t, "the tablets to be assigned", func() bool {
@@ -318,14 +320,7 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 		t.Logf("%s holds METADATA too", victim.id)
 	}
 	l := c.startLoad(ctx, "t", 4)
-	defer func() {
-		select {
-		case <-l.stop:
-		default:
-			close(l.stop)
-		}
-		l.wg.Wait()
-	}()
+	defer l.end()
 	l.waitFor(t, "before the pause", 200)
 
 	// Direct hammering of the victim, recording when each request was sent
@@ -410,7 +405,6 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 	if n := lateSuccesses.Load(); n > 0 {
 		t.Fatalf("the paused server acknowledged %d requests sent after the pause", n)
 	}
-	close(l.stop)
-	l.wg.Wait()
+	l.end()
 	c.checkAcked(ctx, "t", l)
 }

@@ -171,13 +171,7 @@ func (s *Store) editShared(ctx context.Context, t *Tablet, event string, stateEd
 	s.stateMu.Lock()
 	s.replaceStates([]uint64{t.id}, []tabletState{next})
 	s.stateMu.Unlock()
-	if versionEdit != nil {
-		t.mu.Lock()
-		nv := t.cur.clone()
-		versionEdit(nv)
-		t.install(nv)
-		t.mu.Unlock()
-	}
+	t.editVersion(versionEdit)
 	return nil
 }
 

@@ -474,14 +474,21 @@ func (s *Store) edit(ctx context.Context, t *Tablet, event string, stateEdit fun
 	if err := s.saveLocked(&next); err != nil {
 		return err
 	}
-	if versionEdit != nil {
-		t.mu.Lock()
-		nv := t.cur.clone()
-		versionEdit(nv)
-		t.install(nv)
-		t.mu.Unlock()
-	}
+	t.editVersion(versionEdit)
 	return nil
+}
+
+// editVersion applies f (if set) to a clone of the current version and
+// installs it.
+func (t *Tablet) editVersion(f func(*version)) {
+	if f == nil {
+		return
+	}
+	t.mu.Lock()
+	nv := t.cur.clone()
+	f(nv)
+	t.install(nv)
+	t.mu.Unlock()
 }
 
 // register adds a tablet to the routing tables.
