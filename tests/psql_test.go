@@ -41,6 +41,11 @@ func TestPsqlAgainstDemo(t *testing.T) {
 	if err != nil || out != "a,b\n1,\"x,y\"\n" {
 		t.Fatalf("\\copy: %v\n%q", err, out)
 	}
+	// cellar sqltest runs users' sqllogictest files; tests/sql/session.slt
+	// passes against PostgreSQL 15 too (with -endpoint postgresql).
+	if out, err := exec.Command(bin, "sqltest", "-url", d.pg, "sql/session.slt").CombinedOutput(); err != nil || !strings.Contains(string(out), " 0 failed") {
+		t.Fatalf("cellar sqltest: %v\n%s", err, out)
+	}
 	// Errors point at the right character.
 	out, _ = run("-c", "SELECT x")
 	if !strings.Contains(out, `column "x" does not exist`) || !strings.Contains(out, "LINE 1: SELECT x") {

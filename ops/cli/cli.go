@@ -45,6 +45,7 @@ func commands() map[string]command {
 		"table":        {"manage tables through the master: create, alter, drop, ls", runTable},
 		"kv":           {"read and write rows through the client library: put, get, scan", runKV},
 		"admin":        {"manage the SQL gateway's users: user add", runAdmin},
+		"sqltest":      {"run sqllogictest files against a PostgreSQL-protocol endpoint and report differences", runSQLTest},
 		"help":         {"show this help", nil},
 	}
 }
