@@ -25,9 +25,19 @@ type Result struct {
 	// ReturningParams its parameters.
 	Returning       string
 	ReturningParams []int
+	// Options are CREATE TABLE's storage options, WITH (name = value,
+	// ...), which the TiDB grammar does not read; they are taken out.
+	Options []Option
 
 	in    string
 	spans []span
+}
+
+// Option is one WITH option: a name (possibly qualified, a.b) and its
+// value as text (a string's contents, or the token).
+type Option struct {
+	Name, Value string
+	Position    int
 }
 
 // span: output bytes from out on come from input bytes from in on.
@@ -107,6 +117,12 @@ func Rewrite(sql string) (*Result, error) {
 			if depth == 0 && returning < 0 {
 				main, ret, returning = l.toks[:i], l.toks[i+1:], i
 			}
+		}
+	}
+	if first == "create" {
+		var err error
+		if main, err = l.tableOptions(main, r); err != nil {
+			return nil, err
 		}
 	}
 	units, err := l.units(main, ddl, r, true)
@@ -266,6 +282,61 @@ func (l *lexer) units(toks []*pg.ScanToken, ddl bool, r *Result, top bool) ([]un
 		}
 		out = append(out, u)
 	}
+	return out, nil
+}
+
+// tableOptions takes WITH (name = value, ...) after CREATE TABLE's column
+// list out of toks, into r.Options.
+func (l *lexer) tableOptions(toks []*pg.ScanToken, r *Result) ([]*pg.ScanToken, error) {
+	open := -1
+	for i, t := range toks {
+		if t.Token == pg.Token_ASCII_40 {
+			open = i
+			break
+		}
+	}
+	if open < 0 {
+		return toks, nil
+	}
+	end := matching(toks, open)
+	if end < 0 || end+2 >= len(toks) || toks[end+1].Token != pg.Token_WITH || toks[end+2].Token != pg.Token_ASCII_40 {
+		return toks, nil
+	}
+	close := matching(toks, end+2)
+	if close < 0 {
+		return nil, l.errorf(toks[end+1], false, "unterminated WITH options")
+	}
+	word := func(t *pg.ScanToken) string { return strings.Trim(l.in[t.Start:t.End], `"`) }
+	for k := end + 3; k < close; {
+		name := word(toks[k])
+		at := l.errorf(toks[k], false, "")
+		k++
+		for k+1 < close && toks[k].Token == pg.Token_ASCII_46 {
+			name += "." + word(toks[k+1])
+			k += 2
+		}
+		if k >= close || toks[k].Token != pg.Token_ASCII_61 || k+1 >= close {
+			return nil, l.errorf(toks[min(k, close)], false, "a WITH option needs = and a value")
+		}
+		vt := toks[k+1]
+		value := l.in[vt.Start:vt.End]
+		if vt.Token == pg.Token_SCONST {
+			v, err := literal(value)
+			if err != nil {
+				return nil, l.errorf(vt, false, "%v", err)
+			}
+			value = v
+		}
+		r.Options = append(r.Options, Option{Name: strings.ToLower(name), Value: value, Position: at.(*Error).Position})
+		k += 2
+		if k < close {
+			if toks[k].Token != pg.Token_ASCII_44 {
+				return nil, l.errorf(toks[k], false, "syntax error in WITH options")
+			}
+			k++
+		}
+	}
+	out := append(append([]*pg.ScanToken(nil), toks[:end+1]...), toks[close+1:]...)
 	return out, nil
 }
 

@@ -40,6 +40,9 @@ func TestRewrite(t *testing.T) {
 		if r.IgnoreConflicts {
 			b.WriteString("ignore conflicts\n")
 		}
+		for _, o := range r.Options {
+			fmt.Fprintf(&b, "option %s = %q (at %d)\n", o.Name, o.Value, o.Position)
+		}
 		if r.Returning != "" {
 			fmt.Fprintf(&b, "returning: %s %v\n", r.Returning, r.ReturningParams)
 		}
