@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"coord/client":    {"coord", "coord/coordpb", "google.golang.org/grpc/..."},
 	"query":           {"kv/model", "github.com/pingcap/tidb/pkg/parser/...", "github.com/pganalyze/pg_query_go/v6/..."},
 	"query/pglex":     {"github.com/pganalyze/pg_query_go/v6/..."},
+	"query/catalog":   {"kv/model", "query/pglex", "github.com/pingcap/tidb/pkg/parser/..."},
 	"pgwire":          {"query/...", "github.com/jackc/pgx/v5/pgproto3", "github.com/xdg-go/scram"},
 	"ops/...":         {"*"},
 	"tests/...":       {"*"},

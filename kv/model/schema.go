@@ -172,6 +172,9 @@ type Family struct {
 type Schema struct {
 	Families       []Family        `json:"families"`
 	LocalityGroups []LocalityGroup `json:"locality_groups,omitempty"`
+	// Meta holds what the layers above storage keep with a table (the SQL
+	// layer's column types, under "sql"); the storage engine ignores it.
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // Validate checks names, references and rules.

@@ -10,15 +10,15 @@ package pglex
 //	jsonb, json                       JSON (both are jsonb in cellar)
 //	uuid                              BINARY(16)
 //	int2 / int4 / int8                SMALLINT / INT / BIGINT
-//	float4 / float8                   FLOAT / DOUBLE
+//	float4, real / float8, float      FLOAT / DOUBLE
 //	timestamptz,
 //	timestamp with time zone          TIMESTAMP(6)
 //	timestamp,
 //	timestamp without time zone       DATETIME(6)
 //
 // Types that both grammars spell alike (text, varchar(n), boolean,
-// bigint, integer, smallint, real, double precision, numeric(p,s), date)
-// pass through.
+// bigint, integer, smallint, double precision, numeric(p,s), date) pass
+// through.
 var ddlTypes = map[string]string{
 	"bytea":                       "BLOB",
 	"jsonb":                       "JSON",
@@ -28,7 +28,9 @@ var ddlTypes = map[string]string{
 	"int4":                        "INT",
 	"int8":                        "BIGINT",
 	"float4":                      "FLOAT",
+	"real":                        "FLOAT", // MySQL's REAL is a double
 	"float8":                      "DOUBLE",
+	"float":                       "DOUBLE", // PostgreSQL's float is float8
 	"timestamptz":                 "TIMESTAMP(6)",
 	"timestamp with time zone":    "TIMESTAMP(6)",
 	"timestamp":                   "DATETIME(6)",
