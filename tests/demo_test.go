@@ -128,3 +128,13 @@ func TestDemoStartsServesAndStopsCleanly(t *testing.T) {
 	}
 	d.stop(t)
 }
+
+// TestDemoRefusesBadGatewayOptions: an invalid gateway setting is a clear
+// error before anything starts.
+func TestDemoRefusesBadGatewayOptions(t *testing.T) {
+	bin := buildCellar(t)
+	out, err := exec.Command(bin, "demo", "-data", t.TempDir(), "-tls-required").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "TLS is required but no certificate is configured") || strings.Contains(string(out), "master for epoch") {
+		t.Fatalf("demo -tls-required without a certificate: %v\n%s", err, out)
+	}
+}

@@ -65,6 +65,26 @@ func runDemo(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "cellar demo: -tabletservers %d: at least one is needed\n", *tsCount)
 		return 2
 	}
+	// The gateway: loopback connections of user cellar to database cellar
+	// are trusted; everyone else authenticates with SCRAM against the
+	// users of `cellar admin user add`. Its options are checked before
+	// anything starts.
+	gwOpts := pgwire.Options{
+		NewSession:  func(o query.SessionOptions) (pgwire.Session, error) { return query.NewSession(o) },
+		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
+		TLSRequired: *tlsRequired,
+		Logf:        stampedLog(env),
+	}
+	if *tlsCert != "" || *tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fail(env, "demo", fmt.Errorf("gateway TLS: %w", err))
+		}
+		gwOpts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if err := gwOpts.Validate(); err != nil {
+		return fail(env, "demo", err)
+	}
 	dfsRoot := filepath.Join(*data, "dfs")
 	if err := os.MkdirAll(dfsRoot, 0o755); err != nil {
 		return fail(env, "demo", err)
@@ -88,31 +108,6 @@ func runDemo(args []string, env Env) int {
 	}
 	srv.Handler = statusHandler(roles.ts, cellReplicas, roles.master, env.Version)
 	go srv.Serve(ln)
-	// The gateway: loopback connections of user cellar to database cellar
-	// are trusted; everyone else authenticates with SCRAM against the
-	// users of `cellar admin user add`.
-	gwOpts := pgwire.Options{
-		NewSession:  func(o query.SessionOptions) (pgwire.Session, error) { return query.NewSession(o) },
-		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
-		TLSRequired: *tlsRequired,
-		Logf:        stampedLog(env),
-	}
-	if *tlsCert != "" || *tlsKey != "" {
-		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
-		if err != nil {
-			srv.Close()
-			roles.close(context.Background())
-			closeReplicas(env, "demo", cellReplicas...)
-			return fail(env, "demo", fmt.Errorf("gateway TLS: %w", err))
-		}
-		gwOpts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	if err := gwOpts.Validate(); err != nil {
-		srv.Close()
-		roles.close(context.Background())
-		closeReplicas(env, "demo", cellReplicas...)
-		return fail(env, "demo", err)
-	}
 	pgln, err := net.Listen("tcp", *pgAddr)
 	if err != nil {
 		srv.Close()
