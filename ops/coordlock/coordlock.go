@@ -145,7 +145,7 @@ func (l *lock) watch() {
 // holds it, else with the session (or a new one) waiting for the lock.
 func (l *lock) Relock(ctx context.Context) error {
 	if l.Held() {
-		return nil
+		return l.waitHeld(ctx)
 	}
 	l.mu.Lock()
 	c, h := l.c, l.h
@@ -154,7 +154,7 @@ func (l *lock) Relock(ctx context.Context) error {
 		err := h.Acquire(ctx, coord.Exclusive)
 		switch {
 		case err == nil:
-			return nil
+			return l.waitHeld(ctx)
 		case errors.Is(err, coord.ErrInvalidHandle):
 			// The node was deleted, or the session ended; look again.
 		case !errors.Is(err, coord.ErrSessionExpired):
@@ -164,7 +164,32 @@ func (l *lock) Relock(ctx context.Context) error {
 	if c != nil {
 		c.Close(ctx)
 	}
-	return l.take(ctx, false)
+	if err := l.take(ctx, false); err != nil {
+		return err
+	}
+	return l.waitHeld(ctx)
+}
+
+// waitHeld returns once the lock counts as held again and the watcher has
+// given it a new Lost channel. A handle that still holds the lock while
+// its session is in jeopardy is not held (Held needs a safe session), and
+// returning before the watcher noticed the hold would hand the caller the
+// old, closed channel: it would see the lock lost again at once, and spin.
+func (l *lock) waitHeld(ctx context.Context) error {
+	for {
+		if l.Held() {
+			select {
+			case <-l.Lost():
+			default:
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // take opens a session if need be, opens the file (creating it and its
