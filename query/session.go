@@ -65,7 +65,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		s.set.byName["application_name"].value = opts.ApplicationName
 	}
 	for k, v := range opts.Settings {
-		if err := s.setValue(k, v, false); err != nil {
+		if err := s.setValue(k, v); err != nil {
 			return nil, err
 		}
 	}
@@ -90,14 +90,9 @@ func (s *Session) ReportChanges() [][2]string {
 	var out [][2]string
 	for _, k := range s.set.names() {
 		st := s.set.byName[k]
-		if st.report && s.reported[st.name] != st.value {
+		if v, sent := s.reported[st.name]; st.report && (!sent || v != st.value) {
 			s.reported[st.name] = st.value
 			out = append(out, [2]string{st.name, st.value})
-		} else if st.report {
-			if _, sent := s.reported[st.name]; !sent {
-				s.reported[st.name] = st.value
-				out = append(out, [2]string{st.name, st.value})
-			}
 		}
 	}
 	return out
@@ -452,7 +447,7 @@ func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, 
 			res.Notices = append(res.Notices, Notice("WARNING", CodeNoActiveTransaction, "SET LOCAL can only be used in transaction blocks"))
 			return res, nil
 		}
-		if err := s.setValue(name, value, local); err != nil {
+		if err := s.setValue(name, value); err != nil {
 			return nil, err
 		}
 		return res, nil
@@ -466,7 +461,7 @@ func unknownSetting(name string) *Error {
 
 // setValue changes a setting. Names with a dot are custom settings, which
 // PostgreSQL accepts without knowing them.
-func (s *Session) setValue(name, value string, local bool) error {
+func (s *Session) setValue(name, value string) error {
 	name = strings.ToLower(name)
 	cur, ok := s.set.byName[name]
 	if !ok {
@@ -487,7 +482,6 @@ func (s *Session) setValue(name, value string, local bool) error {
 		value = v
 	}
 	cur.value = value
-	_ = local // restored with the rest at the end of the transaction if rolled back
 	return nil
 }
 

@@ -103,17 +103,11 @@ func (v *served) lookup(table string, r model.RowRange) (exact *servedRange, ove
 		if bytes.Equal(x.rng.Start, r.Start) && bytes.Equal(x.rng.End, r.End) {
 			return &v.byTable[table][i], true
 		}
-		if overlaps(x.rng, r) {
+		if _, ok := x.rng.Intersect(r); ok {
 			overlap = true
 		}
 	}
 	return nil, overlap
-}
-
-func overlaps(a, b model.RowRange) bool {
-	aBelowB := len(a.End) > 0 && bytes.Compare(a.End, b.Start) <= 0
-	bBelowA := len(b.End) > 0 && bytes.Compare(b.End, a.Start) <= 0
-	return !aBelowB && !bBelowA
 }
 
 // leastLoaded returns the live server with the fewest tablets.
@@ -320,7 +314,7 @@ func (m *Master) schemaOf(ctx context.Context, table string) (model.Schema, bool
 	if table == client.MetaTable {
 		return model.MetaSchema(), true, nil
 	}
-	data, ok, err := m.opts.Coord.ReadFile(ctx, m.opts.Dir+"/schema/"+table)
+	data, ok, err := m.opts.Coord.ReadFile(ctx, m.schemaPath(table))
 	if err != nil || !ok {
 		return model.Schema{}, false, err
 	}

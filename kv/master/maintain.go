@@ -205,13 +205,12 @@ func (m *Master) collect(ctx context.Context, descs []*model.TabletDescriptor, l
 	// Files the live servers have open or name in memory are in use too:
 	// a record that failed after it landed leaves METADATA behind a
 	// server's view until its next record. Without every answer, no GC.
+	addrs := map[string]string{}
+	for _, s := range m.Servers() {
+		addrs[s.ID] = s.Addr
+	}
 	for server := range live {
-		addr := ""
-		for _, s := range m.Servers() {
-			if s.ID == server {
-				addr = s.Addr
-			}
-		}
+		addr := addrs[server]
 		cli, err := m.stub(addr)
 		if err != nil || addr == "" {
 			return

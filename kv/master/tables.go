@@ -110,7 +110,7 @@ func (m *Master) CreateTable(ctx context.Context, table string, schema model.Sch
 	if err := m.ensureMetadata(ctx); err != nil {
 		return fmt.Errorf("METADATA: %w", err)
 	}
-	schemaFile := m.opts.Dir + "/schema/" + table
+	schemaFile := m.schemaPath(table)
 	if _, exists, err := m.opts.Coord.ReadFile(ctx, schemaFile); err != nil {
 		return err
 	} else if exists {
@@ -152,11 +152,9 @@ func (m *Master) DeleteTable(ctx context.Context, table string) error {
 	if table == "" || table == client.MetaTable {
 		return status.Errorf(codes.InvalidArgument, "bad table name %q", table)
 	}
-	schemaFile := m.opts.Dir + "/schema/" + table
-	if _, exists, err := m.opts.Coord.ReadFile(ctx, schemaFile); err != nil {
+	schemaFile, err := m.existingTable(ctx, table)
+	if err != nil {
 		return err
-	} else if !exists {
-		return status.Errorf(codes.NotFound, "table %q does not exist", table)
 	}
 	if err := m.opts.Coord.DeleteFile(ctx, schemaFile); err != nil {
 		return err
@@ -193,11 +191,9 @@ func (m *Master) UpdateSchema(ctx context.Context, table string, schema model.Sc
 	if err := schema.Validate(); err != nil {
 		return status.Errorf(codes.InvalidArgument, "schema of %q: %v", table, err)
 	}
-	schemaFile := m.opts.Dir + "/schema/" + table
-	if _, exists, err := m.opts.Coord.ReadFile(ctx, schemaFile); err != nil {
+	schemaFile, err := m.existingTable(ctx, table)
+	if err != nil {
 		return err
-	} else if !exists {
-		return status.Errorf(codes.NotFound, "table %q does not exist", table)
 	}
 	js, err := json.Marshal(schema)
 	if err != nil {
@@ -217,4 +213,18 @@ func (m *Master) UpdateSchema(ctx context.Context, table string, schema model.Sc
 	}
 	m.opts.Logf("master: changed the schema of %q", table)
 	return nil
+}
+
+// schemaPath is a table's schema file in the lock service.
+func (m *Master) schemaPath(table string) string { return m.opts.Dir + "/schema/" + table }
+
+// existingTable returns the schema file of a table, or NotFound.
+func (m *Master) existingTable(ctx context.Context, table string) (string, error) {
+	path := m.schemaPath(table)
+	if _, exists, err := m.opts.Coord.ReadFile(ctx, path); err != nil {
+		return "", err
+	} else if !exists {
+		return "", status.Errorf(codes.NotFound, "table %q does not exist", table)
+	}
+	return path, nil
 }

@@ -1,7 +1,6 @@
 package tablet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -308,7 +307,7 @@ func (s *Store) Load(ctx context.Context, spec LoadSpec) (*Tablet, error) {
 	}
 	s.mu.RLock()
 	for _, x := range s.byTable[spec.Table] {
-		if overlaps(x.rng, spec.Range) {
+		if _, ok := x.rng.Intersect(spec.Range); ok {
 			s.mu.RUnlock()
 			return nil, fmt.Errorf("%w: tablet %v of %q overlaps tablet %d %v, which this server serves", model.ErrFailedPrecondition, spec.Range, spec.Table, x.id, x.rng)
 		}
@@ -512,11 +511,4 @@ func (s *Store) backgroundCtx() (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
-}
-
-// overlaps reports whether two row ranges share a row.
-func overlaps(a, b model.RowRange) bool {
-	aBelowB := len(a.End) > 0 && bytes.Compare(a.End, b.Start) <= 0
-	bBelowA := len(b.End) > 0 && bytes.Compare(b.End, a.Start) <= 0
-	return !aBelowB && !bBelowA
 }
