@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"io"
 	"net"
 	"strings"
@@ -70,12 +71,12 @@ type portal struct {
 }
 
 // fatal is an error that ends the connection after it is sent.
-type fatal struct{ e *query.Error }
+type fatal struct{ e *sqlstate.Error }
 
 func (f fatal) Error() string { return f.e.Error() }
 
 func fatalf(code, format string, args ...any) error {
-	e := query.Errorf(code, format, args...)
+	e := sqlstate.Errorf(code, format, args...)
 	e.Severity = "FATAL"
 	return fatal{e}
 }
@@ -94,7 +95,7 @@ func (c *conn) serve() {
 	}
 	if n := c.srv.active.Add(1); n > int64(c.srv.opts.MaxConns) {
 		c.srv.active.Add(-1)
-		c.reportFatal(fatalf(query.CodeTooManyConnections, "sorry, too many clients already"))
+		c.reportFatal(fatalf(sqlstate.CodeTooManyConnections, "sorry, too many clients already"))
 		return
 	}
 	defer c.srv.active.Add(-1)
@@ -121,9 +122,9 @@ func (c *conn) reportFatal(err error) {
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			f = fatal{&query.Error{Severity: "FATAL", Code: query.CodeQueryCanceled, Message: "canceling authentication due to timeout"}}
+			f = fatal{&sqlstate.Error{Severity: "FATAL", Code: sqlstate.CodeQueryCanceled, Message: "canceling authentication due to timeout"}}
 		} else {
-			f = fatal{&query.Error{Severity: "FATAL", Code: query.CodeProtocolViolation, Message: err.Error()}}
+			f = fatal{&sqlstate.Error{Severity: "FATAL", Code: sqlstate.CodeProtocolViolation, Message: err.Error()}}
 		}
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -143,7 +144,7 @@ func (c *conn) readStartupPacket() ([]byte, error) {
 	}
 	n := int(binary.BigEndian.Uint32(hdr[:]))
 	if n < 8 || n > maxStartupPacket {
-		return nil, fatalf(query.CodeProtocolViolation, "invalid length of startup packet: %d bytes (at most %d)", n, maxStartupPacket)
+		return nil, fatalf(sqlstate.CodeProtocolViolation, "invalid length of startup packet: %d bytes (at most %d)", n, maxStartupPacket)
 	}
 	body := make([]byte, n-4)
 	if _, err := io.ReadFull(c.br, body); err != nil {
@@ -164,10 +165,10 @@ func (c *conn) startup() (map[string]string, error) {
 		switch code {
 		case sslRequestCode:
 			if c.tls {
-				return nil, fatalf(query.CodeProtocolViolation, "SSLRequest on an encrypted connection")
+				return nil, fatalf(sqlstate.CodeProtocolViolation, "SSLRequest on an encrypted connection")
 			}
 			if c.br.Buffered() > 0 {
-				return nil, fatalf(query.CodeProtocolViolation, "received unencrypted data after SSL request")
+				return nil, fatalf(sqlstate.CodeProtocolViolation, "received unencrypted data after SSL request")
 			}
 			if c.srv.opts.TLS == nil {
 				if _, err := c.nc.Write([]byte{'N'}); err != nil {
@@ -196,14 +197,14 @@ func (c *conn) startup() (map[string]string, error) {
 			return nil, nil
 		default:
 			if code>>16 != 3 || code&0xffff != 0 {
-				return nil, fatalf(query.CodeFeatureNotSupported, "unsupported frontend protocol %d.%d: server supports 3.0", code>>16, code&0xffff)
+				return nil, fatalf(sqlstate.CodeFeatureNotSupported, "unsupported frontend protocol %d.%d: server supports 3.0", code>>16, code&0xffff)
 			}
 			var m pgproto3.StartupMessage
 			if err := m.Decode(body); err != nil {
-				return nil, fatalf(query.CodeProtocolViolation, "invalid startup packet: %v", err)
+				return nil, fatalf(sqlstate.CodeProtocolViolation, "invalid startup packet: %v", err)
 			}
 			if c.srv.opts.TLSRequired && !c.tls {
-				return nil, fatalf(query.CodeInvalidAuthorization, "cellar requires TLS: connect with sslmode=require")
+				return nil, fatalf(sqlstate.CodeInvalidAuthorization, "cellar requires TLS: connect with sslmode=require")
 			}
 			return m.Parameters, nil
 		}
@@ -227,11 +228,11 @@ func startupSettings(options string) (map[string]string, error) {
 		case strings.HasPrefix(f, "--"):
 			kv = f[2:]
 		default:
-			return nil, fatalf(query.CodeProtocolViolation, "invalid command-line argument for server process: %s", f)
+			return nil, fatalf(sqlstate.CodeProtocolViolation, "invalid command-line argument for server process: %s", f)
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, fatalf(query.CodeSyntaxError, "-c %s requires a value", kv)
+			return nil, fatalf(sqlstate.CodeSyntaxError, "-c %s requires a value", kv)
 		}
 		out[strings.ReplaceAll(k, "-", "_")] = v
 	}
@@ -243,7 +244,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	c.be.SetMaxBodyLen(c.srv.opts.MaxAuthMessage)
 	c.user = params["user"]
 	if c.user == "" {
-		return fatalf(query.CodeInvalidAuthorization, "no PostgreSQL user name specified in startup packet")
+		return fatalf(sqlstate.CodeInvalidAuthorization, "no PostgreSQL user name specified in startup packet")
 	}
 	c.database = params["database"]
 	if c.database == "" {
@@ -266,7 +267,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	var user *User
 	if c.srv.opts.Users != nil {
 		if user, err = c.srv.opts.Users.Lookup(ctx, c.user); err != nil {
-			return fatalf(query.CodeInternal, "look up user %q: %v", c.user, err)
+			return fatalf(sqlstate.CodeInternal, "look up user %q: %v", c.user, err)
 		}
 	}
 	method := methodFor(c.srv.opts.Rules, c.nc.RemoteAddr(), c.user, c.database)
@@ -278,7 +279,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	sess, err := c.srv.opts.NewSession(query.SessionOptions{User: c.user, Database: c.database,
 		ApplicationName: params["application_name"], Superuser: superuser, Settings: settings})
 	if err != nil {
-		e := query.AsError(err)
+		e := sqlstate.AsError(err)
 		e.Severity = "FATAL"
 		return fatal{e}
 	}
@@ -295,7 +296,7 @@ func (c *conn) authenticate(params map[string]string) error {
 }
 
 func (c *conn) authFailed() error {
-	return fatalf(query.CodeInvalidPassword, "password authentication failed for user %q", c.user)
+	return fatalf(sqlstate.CodeInvalidPassword, "password authentication failed for user %q", c.user)
 }
 
 func (c *conn) runAuth(method string, user *User) error {
@@ -303,10 +304,10 @@ func (c *conn) runAuth(method string, user *User) error {
 	case MethodTrust:
 		return nil
 	case MethodReject:
-		return fatalf(query.CodeInvalidAuthorization, "no authentication rule admits host %q, user %q, database %q", addrIP(c.nc.RemoteAddr()), c.user, c.database)
+		return fatalf(sqlstate.CodeInvalidAuthorization, "no authentication rule admits host %q, user %q, database %q", addrIP(c.nc.RemoteAddr()), c.user, c.database)
 	case MethodPassword:
 		if !c.tls {
-			return fatalf(query.CodeInvalidAuthorization, "password authentication needs an encrypted connection: connect with sslmode=require")
+			return fatalf(sqlstate.CodeInvalidAuthorization, "password authentication needs an encrypted connection: connect with sslmode=require")
 		}
 		pw, err := c.askPassword(&pgproto3.AuthenticationCleartextPassword{}, pgproto3.AuthTypeCleartextPassword)
 		if err != nil {
@@ -339,7 +340,7 @@ func (c *conn) runAuth(method string, user *User) error {
 	case MethodSCRAM:
 		return c.scram(user)
 	}
-	return fatalf(query.CodeInvalidAuthorization, "unknown authentication method %q", method)
+	return fatalf(sqlstate.CodeInvalidAuthorization, "unknown authentication method %q", method)
 }
 
 func (c *conn) askPassword(req pgproto3.BackendMessage, authType uint32) (string, error) {
@@ -354,7 +355,7 @@ func (c *conn) askPassword(req pgproto3.BackendMessage, authType uint32) (string
 	}
 	pm, ok := msg.(*pgproto3.PasswordMessage)
 	if !ok {
-		return "", fatalf(query.CodeProtocolViolation, "expected a password response, got %T", msg)
+		return "", fatalf(sqlstate.CodeProtocolViolation, "expected a password response, got %T", msg)
 	}
 	return pm.Password, nil
 }
@@ -387,11 +388,11 @@ func (c *conn) scram(user *User) error {
 	}
 	first, ok := msg.(*pgproto3.SASLInitialResponse)
 	if !ok || first.AuthMechanism != "SCRAM-SHA-256" {
-		return fatalf(query.CodeProtocolViolation, "expected a SCRAM-SHA-256 initial response")
+		return fatalf(sqlstate.CodeProtocolViolation, "expected a SCRAM-SHA-256 initial response")
 	}
 	out, err := conv.Step(string(first.Data))
 	if err != nil {
-		return fatalf(query.CodeProtocolViolation, "malformed SCRAM message: %v", err)
+		return fatalf(sqlstate.CodeProtocolViolation, "malformed SCRAM message: %v", err)
 	}
 	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(out)})
 	if err := c.be.Flush(); err != nil {
@@ -403,7 +404,7 @@ func (c *conn) scram(user *User) error {
 	}
 	final, ok := msg.(*pgproto3.SASLResponse)
 	if !ok {
-		return fatalf(query.CodeProtocolViolation, "expected a SCRAM final response")
+		return fatalf(sqlstate.CodeProtocolViolation, "expected a SCRAM final response")
 	}
 	out, err = conv.Step(string(final.Data))
 	if err != nil || !conv.Valid() || user == nil {
@@ -419,7 +420,7 @@ func (c *conn) scram(user *User) error {
 func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg, err = nil, fatalf(query.CodeProtocolViolation, "malformed message: %v", r)
+			msg, err = nil, fatalf(sqlstate.CodeProtocolViolation, "malformed message: %v", r)
 		}
 	}()
 	return c.be.Receive()
@@ -447,7 +448,7 @@ func (c *conn) shutdown() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
-func errorResponse(e *query.Error) *pgproto3.ErrorResponse {
+func errorResponse(e *sqlstate.Error) *pgproto3.ErrorResponse {
 	sev := e.Severity
 	if sev == "" {
 		sev = "ERROR"
@@ -457,10 +458,10 @@ func errorResponse(e *query.Error) *pgproto3.ErrorResponse {
 }
 
 func (c *conn) sendError(err error) {
-	c.be.Send(errorResponse(query.AsError(err)))
+	c.be.Send(errorResponse(sqlstate.AsError(err)))
 }
 
-func (c *conn) sendNotices(ns []*query.Error) {
+func (c *conn) sendNotices(ns []*sqlstate.Error) {
 	for _, n := range ns {
 		sev := n.Severity
 		if sev == "" {

@@ -2,6 +2,8 @@ package pgwire
 
 import (
 	"encoding/binary"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -47,7 +49,7 @@ func (c *conn) sendCopyOut(res *query.Result) error {
 				}
 				b, err := encodeBinary(res.Columns[i].OID, v)
 				if err != nil {
-					return query.Errorf(query.CodeInternal, "COPY column %q: %v", res.Columns[i].Name, err)
+					return sqlstate.Errorf(sqlstate.CodeInternal, "COPY column %q: %v", res.Columns[i].Name, err)
 				}
 				line = binary.BigEndian.AppendUint32(line, uint32(len(b)))
 				line = append(line, b...)
@@ -59,9 +61,9 @@ func (c *conn) sendCopyOut(res *query.Result) error {
 				case v == nil:
 					fields[i] = opts.Null
 				case opts.Format == "csv":
-					fields[i] = csvField(query.FormatText(res.Columns[i].OID, v), opts, true)
+					fields[i] = csvField(pgtypes.FormatText(res.Columns[i].OID, v), opts, true)
 				default:
-					fields[i] = textField(query.FormatText(res.Columns[i].OID, v), opts.Delimiter)
+					fields[i] = textField(pgtypes.FormatText(res.Columns[i].OID, v), opts.Delimiter)
 				}
 			}
 			line = []byte(strings.Join(fields, opts.Delimiter) + "\n")

@@ -3,15 +3,16 @@ package pgwire
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"math"
 	"math/big"
 	"strings"
 	"time"
 
-	"github.com/cellardb/cellar/query"
 )
 
-// Values on the wire: text format is query.FormatText; binary format is
+// Values on the wire: text format is pgtypes.FormatText; binary format is
 // PostgreSQL's send/recv format for each type.
 
 // pgEpoch is the zero of PostgreSQL's binary dates and timestamps.
@@ -27,19 +28,19 @@ func encodeBinary(oid uint32, v any) ([]byte, error) {
 		return []byte{0}, nil
 	case int64:
 		switch oid {
-		case query.OIDInt2:
+		case pgtypes.OIDInt2:
 			return binary.BigEndian.AppendUint16(nil, uint16(x)), nil
-		case query.OIDInt4:
+		case pgtypes.OIDInt4:
 			return binary.BigEndian.AppendUint32(nil, uint32(x)), nil
 		}
 		return binary.BigEndian.AppendUint64(nil, uint64(x)), nil
 	case float64:
-		if oid == query.OIDFloat4 {
+		if oid == pgtypes.OIDFloat4 {
 			return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(x))), nil
 		}
 		return binary.BigEndian.AppendUint64(nil, math.Float64bits(x)), nil
 	case string:
-		if oid == query.OIDJSONB {
+		if oid == pgtypes.OIDJSONB {
 			return append([]byte{1}, x...), nil
 		}
 		return []byte(x), nil
@@ -47,10 +48,10 @@ func encodeBinary(oid uint32, v any) ([]byte, error) {
 		return x, nil
 	case [16]byte:
 		return x[:], nil
-	case query.Numeric:
+	case pgtypes.Numeric:
 		return encodeNumeric(string(x))
 	case time.Time:
-		if oid == query.OIDDate {
+		if oid == pgtypes.OIDDate {
 			days := int32(x.UTC().Sub(pgEpoch).Hours() / 24)
 			if x.UTC().Before(pgEpoch) && x.UTC().Sub(pgEpoch)%(24*time.Hour) != 0 {
 				days--
@@ -60,78 +61,78 @@ func encodeBinary(oid uint32, v any) ([]byte, error) {
 		us := x.UTC().Sub(pgEpoch).Microseconds()
 		return binary.BigEndian.AppendUint64(nil, uint64(us)), nil
 	}
-	return nil, fmt.Errorf("no binary format for %T as %s", v, query.TypeName(oid))
+	return nil, fmt.Errorf("no binary format for %T as %s", v, pgtypes.TypeName(oid))
 }
 
 // decodeBinary reads a parameter sent in binary format.
 func decodeBinary(oid uint32, b []byte) (any, error) {
 	size := func(n int) error {
 		if len(b) != n {
-			return query.Errorf(query.CodeProtocolViolation, "incorrect binary data format in a %s parameter: %d bytes", query.TypeName(oid), len(b))
+			return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a %s parameter: %d bytes", pgtypes.TypeName(oid), len(b))
 		}
 		return nil
 	}
 	switch oid {
-	case query.OIDBool:
+	case pgtypes.OIDBool:
 		if err := size(1); err != nil {
 			return nil, err
 		}
 		return b[0] != 0, nil
-	case query.OIDInt2:
+	case pgtypes.OIDInt2:
 		if err := size(2); err != nil {
 			return nil, err
 		}
 		return int64(int16(binary.BigEndian.Uint16(b))), nil
-	case query.OIDInt4:
+	case pgtypes.OIDInt4:
 		if err := size(4); err != nil {
 			return nil, err
 		}
 		return int64(int32(binary.BigEndian.Uint32(b))), nil
-	case query.OIDInt8:
+	case pgtypes.OIDInt8:
 		if err := size(8); err != nil {
 			return nil, err
 		}
 		return int64(binary.BigEndian.Uint64(b)), nil
-	case query.OIDFloat4:
+	case pgtypes.OIDFloat4:
 		if err := size(4); err != nil {
 			return nil, err
 		}
 		return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), nil
-	case query.OIDFloat8:
+	case pgtypes.OIDFloat8:
 		if err := size(8); err != nil {
 			return nil, err
 		}
 		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
-	case query.OIDText, query.OIDVarchar, query.OIDName, query.OIDUnknown, query.OIDJSON:
+	case pgtypes.OIDText, pgtypes.OIDVarchar, pgtypes.OIDName, pgtypes.OIDUnknown, pgtypes.OIDJSON:
 		return string(b), nil
-	case query.OIDJSONB:
+	case pgtypes.OIDJSONB:
 		if len(b) == 0 || b[0] != 1 {
-			return nil, query.Errorf(query.CodeProtocolViolation, "unsupported jsonb version")
+			return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported jsonb version")
 		}
 		return string(b[1:]), nil
-	case query.OIDBytea:
+	case pgtypes.OIDBytea:
 		return append([]byte(nil), b...), nil
-	case query.OIDUUID:
+	case pgtypes.OIDUUID:
 		if err := size(16); err != nil {
 			return nil, err
 		}
 		var u [16]byte
 		copy(u[:], b)
 		return u, nil
-	case query.OIDDate:
+	case pgtypes.OIDDate:
 		if err := size(4); err != nil {
 			return nil, err
 		}
 		return pgEpoch.AddDate(0, 0, int(int32(binary.BigEndian.Uint32(b)))), nil
-	case query.OIDTimestamp, query.OIDTimestamptz:
+	case pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
 		if err := size(8); err != nil {
 			return nil, err
 		}
 		return pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(b))) * time.Microsecond), nil
-	case query.OIDNumeric:
+	case pgtypes.OIDNumeric:
 		return decodeNumeric(b)
 	}
-	return nil, query.Errorf(query.CodeFeatureNotSupported, "binary format of type %s is not supported", query.TypeName(oid))
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "binary format of type %s is not supported", pgtypes.TypeName(oid))
 }
 
 // Numeric's binary format: ndigits, weight, sign, dscale (int16 each),
@@ -195,24 +196,24 @@ func encodeNumeric(s string) ([]byte, error) {
 
 func decodeNumeric(b []byte) (any, error) {
 	if len(b) < 8 {
-		return nil, query.Errorf(query.CodeProtocolViolation, "incorrect binary data format in a numeric parameter")
+		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a numeric parameter")
 	}
 	n := int(binary.BigEndian.Uint16(b))
 	weight := int(int16(binary.BigEndian.Uint16(b[2:])))
 	sign := binary.BigEndian.Uint16(b[4:])
 	dscale := int(binary.BigEndian.Uint16(b[6:]))
 	if sign == numericNaN {
-		return query.Numeric("NaN"), nil
+		return pgtypes.Numeric("NaN"), nil
 	}
 	if len(b) != 8+2*n || dscale > 16383 {
-		return nil, query.Errorf(query.CodeProtocolViolation, "incorrect binary data format in a numeric parameter")
+		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a numeric parameter")
 	}
 	r := new(big.Rat)
 	base := big.NewRat(10000, 1)
 	for i := 0; i < n; i++ {
 		d := int64(binary.BigEndian.Uint16(b[8+2*i:]))
 		if d >= 10000 {
-			return nil, query.Errorf(query.CodeProtocolViolation, "invalid digit in a numeric parameter")
+			return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid digit in a numeric parameter")
 		}
 		term := new(big.Rat).SetInt64(d)
 		exp := weight - i
@@ -228,7 +229,7 @@ func decodeNumeric(b []byte) (any, error) {
 	if sign == numericNeg {
 		r.Neg(r)
 	}
-	return query.Numeric(r.FloatString(dscale)), nil
+	return pgtypes.Numeric(r.FloatString(dscale)), nil
 }
 
 func abs(x int) int {

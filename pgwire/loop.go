@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"io"
 	"net"
 	"strings"
@@ -61,9 +63,9 @@ func (c *conn) loop() {
 		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
 			// Outside COPY these are ignored, as PostgreSQL does.
 		case *pgproto3.FunctionCall:
-			c.extended(query.Errorf(query.CodeFeatureNotSupported, "the function call protocol is not supported"))
+			c.extended(sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "the function call protocol is not supported"))
 		default:
-			c.reportFatal(fatalf(query.CodeProtocolViolation, "unexpected message %T", msg))
+			c.reportFatal(fatalf(sqlstate.CodeProtocolViolation, "unexpected message %T", msg))
 			return
 		}
 		if flush || c.pending >= flushThreshold {
@@ -97,7 +99,7 @@ func (c *conn) setIdleDeadline() {
 
 func (c *conn) receiveFailed(err error) {
 	if c.closing.Load() {
-		c.reportFatal(fatal{&query.Error{Severity: "FATAL", Code: query.CodeAdminShutdown, Message: "terminating connection due to administrator command"}})
+		c.reportFatal(fatal{&sqlstate.Error{Severity: "FATAL", Code: sqlstate.CodeAdminShutdown, Message: "terminating connection due to administrator command"}})
 		return
 	}
 	var ne net.Error
@@ -108,14 +110,14 @@ func (c *conn) receiveFailed(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	case errors.As(err, &ne) && ne.Timeout():
 		if c.sess.TxStatus() == query.TxIdle {
-			c.reportFatal(fatalf(query.CodeIdleSessionTimeout, "terminating connection due to idle-session timeout"))
+			c.reportFatal(fatalf(sqlstate.CodeIdleSessionTimeout, "terminating connection due to idle-session timeout"))
 		} else {
 			c.reportFatal(fatalf("25P03", "terminating connection due to idle-in-transaction timeout"))
 		}
 	case strings.Contains(err.Error(), "exceeds max length"):
-		c.reportFatal(fatalf(query.CodeProgramLimitExceeded, "message too large: %v (at most %d bytes)", err, c.srv.opts.MaxMessageSize))
+		c.reportFatal(fatalf(sqlstate.CodeProgramLimitExceeded, "message too large: %v (at most %d bytes)", err, c.srv.opts.MaxMessageSize))
 	default:
-		c.reportFatal(fatalf(query.CodeProtocolViolation, "invalid message: %v", err))
+		c.reportFatal(fatalf(sqlstate.CodeProtocolViolation, "invalid message: %v", err))
 	}
 }
 
@@ -162,7 +164,7 @@ func (c *conn) simpleQuery(sql string) {
 	}
 	for _, st := range stmts {
 		if len(st.Params) > 0 {
-			c.sendError(&query.Error{Code: query.CodeUndefinedParameter, Message: "there is no parameter $1", Position: st.ParamPosition})
+			c.sendError(&sqlstate.Error{Code: sqlstate.CodeUndefinedParameter, Message: "there is no parameter $1", Position: st.ParamPosition})
 			c.sess.Failed()
 			return
 		}
@@ -204,23 +206,23 @@ func (c *conn) applyEffects(res *query.Result) {
 
 func typeSize(oid uint32) int16 {
 	switch oid {
-	case query.OIDBool:
+	case pgtypes.OIDBool:
 		return 1
-	case query.OIDInt2:
+	case pgtypes.OIDInt2:
 		return 2
-	case query.OIDInt4, query.OIDFloat4, query.OIDDate:
+	case pgtypes.OIDInt4, pgtypes.OIDFloat4, pgtypes.OIDDate:
 		return 4
-	case query.OIDInt8, query.OIDFloat8, query.OIDTimestamp, query.OIDTimestamptz:
+	case pgtypes.OIDInt8, pgtypes.OIDFloat8, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
 		return 8
-	case query.OIDUUID:
+	case pgtypes.OIDUUID:
 		return 16
-	case query.OIDName:
+	case pgtypes.OIDName:
 		return 64
 	}
 	return -1
 }
 
-func rowDescription(cols []query.Column, formats []int16) *pgproto3.RowDescription {
+func rowDescription(cols []pgtypes.Column, formats []int16) *pgproto3.RowDescription {
 	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(cols))}
 	for i, col := range cols {
 		var f int16
@@ -245,11 +247,11 @@ func (c *conn) sendRows(res *query.Result, from, to int, formats []int16) error 
 			if i < len(formats) && formats[i] == 1 {
 				b, err := encodeBinary(oid, v)
 				if err != nil {
-					return query.Errorf(query.CodeInternal, "column %q: %v", res.Columns[i].Name, err)
+					return sqlstate.Errorf(sqlstate.CodeInternal, "column %q: %v", res.Columns[i].Name, err)
 				}
 				dr.Values[i] = b
 			} else {
-				dr.Values[i] = []byte(query.FormatText(oid, v))
+				dr.Values[i] = []byte(pgtypes.FormatText(oid, v))
 			}
 			c.pending += len(dr.Values[i])
 		}
@@ -267,7 +269,7 @@ func (c *conn) sendRows(res *query.Result, from, to int, formats []int16) error 
 func (c *conn) parse(m *pgproto3.Parse) error {
 	if m.Name != "" {
 		if _, ok := c.stmts[m.Name]; ok {
-			return query.Errorf(query.CodeDuplicatePreparedStmt, "prepared statement %q already exists", m.Name)
+			return sqlstate.Errorf(sqlstate.CodeDuplicatePreparedStmt, "prepared statement %q already exists", m.Name)
 		}
 	}
 	st, err := c.sess.Prepare(m.Query, m.ParameterOIDs)
@@ -276,8 +278,8 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	}
 	if st != nil {
 		for _, oid := range st.Params {
-			if !query.Supported(oid) {
-				return query.Errorf(query.CodeFeatureNotSupported, "parameters of type %d are not supported", oid)
+			if !pgtypes.Supported(oid) {
+				return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "parameters of type %d are not supported", oid)
 			}
 		}
 	}
@@ -301,23 +303,23 @@ func formatFor(codes []int16, i int) int16 {
 func (c *conn) bind(m *pgproto3.Bind) error {
 	p, ok := c.stmts[m.PreparedStatement]
 	if !ok {
-		return query.Errorf(query.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.PreparedStatement)
+		return sqlstate.Errorf(sqlstate.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.PreparedStatement)
 	}
 	if m.DestinationPortal != "" {
 		if _, exists := c.portals[m.DestinationPortal]; exists {
-			return query.Errorf("42P03", "portal %q already exists", m.DestinationPortal)
+			return sqlstate.Errorf("42P03", "portal %q already exists", m.DestinationPortal)
 		}
 	}
 	var params []uint32
-	var cols []query.Column
+	var cols []pgtypes.Column
 	if p.st != nil {
 		params, cols = p.st.Params, p.st.Columns
 	}
 	if len(m.Parameters) != len(params) {
-		return query.Errorf(query.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(params))
+		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(params))
 	}
 	if n := len(m.ParameterFormatCodes); n > 1 && n != len(params) {
-		return query.Errorf(query.CodeProtocolViolation, "bind message has %d parameter formats but %d parameters", n, len(params))
+		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message has %d parameter formats but %d parameters", n, len(params))
 	}
 	args := make([]any, len(params))
 	for i, raw := range m.Parameters {
@@ -327,26 +329,26 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		var err error
 		switch formatFor(m.ParameterFormatCodes, i) {
 		case 0:
-			args[i], err = query.ParseText(params[i], string(raw))
+			args[i], err = pgtypes.ParseText(params[i], string(raw))
 		case 1:
 			args[i], err = decodeBinary(params[i], raw)
 		default:
-			err = query.Errorf(query.CodeProtocolViolation, "unsupported format code %d", formatFor(m.ParameterFormatCodes, i))
+			err = sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported format code %d", formatFor(m.ParameterFormatCodes, i))
 		}
 		if err != nil {
-			e := query.AsError(err)
+			e := sqlstate.AsError(err)
 			e.Message = fmt.Sprintf("%s (parameter $%d)", e.Message, i+1)
 			return e
 		}
 	}
 	if n := len(m.ResultFormatCodes); n > 1 && n != len(cols) {
-		return query.Errorf(query.CodeProtocolViolation, "bind message has %d result formats but query has %d columns", n, len(cols))
+		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message has %d result formats but query has %d columns", n, len(cols))
 	}
 	formats := make([]int16, len(cols))
 	for i := range cols {
 		formats[i] = formatFor(m.ResultFormatCodes, i)
 		if formats[i] != 0 && formats[i] != 1 {
-			return query.Errorf(query.CodeProtocolViolation, "unsupported format code %d", formats[i])
+			return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported format code %d", formats[i])
 		}
 	}
 	c.portals[m.DestinationPortal] = &portal{st: p.st, args: args, formats: formats}
@@ -359,7 +361,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	case 'S':
 		p, ok := c.stmts[m.Name]
 		if !ok {
-			return query.Errorf(query.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.Name)
+			return sqlstate.Errorf(sqlstate.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.Name)
 		}
 		if p.st == nil {
 			c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: []uint32{}})
@@ -381,7 +383,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 				c.be.Send(rowDescription(cols, nil))
 				return nil
 			}
-			return query.Errorf(query.CodeInvalidCursorName, "portal %q does not exist", m.Name)
+			return sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "portal %q does not exist", m.Name)
 		}
 		if p.st == nil || p.st.Columns == nil {
 			c.be.Send(&pgproto3.NoData{})
@@ -389,7 +391,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 			c.be.Send(rowDescription(p.st.Columns, p.formats))
 		}
 	default:
-		return query.Errorf(query.CodeProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType)
+		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType)
 	}
 	return nil
 }
@@ -397,7 +399,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 func (c *conn) execute(m *pgproto3.Execute) error {
 	p, ok := c.portals[m.Portal]
 	if !ok {
-		return query.Errorf(query.CodeInvalidCursorName, "portal %q does not exist", m.Portal)
+		return sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "portal %q does not exist", m.Portal)
 	}
 	if p.st == nil {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
@@ -448,7 +450,7 @@ func (c *conn) close(m *pgproto3.Close) error {
 	case 'P':
 		delete(c.portals, m.Name)
 	default:
-		return query.Errorf(query.CodeProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType)
+		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType)
 	}
 	c.be.Send(&pgproto3.CloseComplete{})
 	return nil

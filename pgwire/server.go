@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type Session interface {
 	TxStatus() query.TxStatus
 	ReportChanges() [][2]string
 	Setting(name string) (string, bool)
-	CursorColumns(name string) ([]query.Column, bool)
+	CursorColumns(name string) ([]pgtypes.Column, bool)
 }
 
 // Options configure a server. The zero value of every field but

@@ -57,7 +57,7 @@ func connect(t *testing.T, url string) *pgx.Conn {
 	return c
 }
 
-func sqlstate(err error) string {
+func sqlCode(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return pe.Code
@@ -128,10 +128,10 @@ func TestSessionBehaviour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, "SELECT 1/0"); sqlstate(err) != "22012" {
+	if _, err := tx.Exec(ctx, "SELECT 1/0"); sqlCode(err) != "22012" {
 		t.Fatalf("division by zero: %v", err)
 	}
-	if _, err := tx.Exec(ctx, "SELECT 1"); sqlstate(err) != "25P02" {
+	if _, err := tx.Exec(ctx, "SELECT 1"); sqlCode(err) != "25P02" {
 		t.Fatalf("in a failed transaction: %v", err)
 	}
 	if pc.TxStatus() != 'E' {
@@ -146,7 +146,7 @@ func TestSessionBehaviour(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != "42601" || pe.Position != 11 {
 		t.Fatalf("syntax error: %#v", err)
 	}
-	if _, err := c.Exec(ctx, "CREATE TABLE t (_key TEXT PRIMARY KEY)"); sqlstate(err) != "0A000" {
+	if _, err := c.Exec(ctx, "CREATE TABLE t (_key TEXT PRIMARY KEY)"); sqlCode(err) != "0A000" {
 		t.Fatalf("unsupported statement: %v", err)
 	}
 	// A batch.
@@ -190,7 +190,7 @@ func TestCancelAndStatementTimeout(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if sqlstate(err) != "57014" || !strings.Contains(err.Error(), "user request") {
+		if sqlCode(err) != "57014" || !strings.Contains(err.Error(), "user request") {
 			t.Fatalf("canceled statement: %v", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -199,7 +199,7 @@ func TestCancelAndStatementTimeout(t *testing.T) {
 	if _, err := c.Exec(ctx, "SET statement_timeout = 100"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, "SELECT pg_sleep(30)"); sqlstate(err) != "57014" || !strings.Contains(err.Error(), "statement timeout") {
+	if _, err := c.Exec(ctx, "SELECT pg_sleep(30)"); sqlCode(err) != "57014" || !strings.Contains(err.Error(), "statement timeout") {
 		t.Fatalf("statement timeout: %v", err)
 	}
 	var n int
@@ -212,7 +212,7 @@ func TestLimits(t *testing.T) {
 	addr := startServer(t, Options{MaxConns: 1, MaxMessageSize: 1 << 10})
 	ctx := context.Background()
 	c := connect(t, "postgres://cellar@"+addr+"/cellar?sslmode=disable")
-	if _, err := pgx.Connect(ctx, "postgres://cellar@"+addr+"/cellar?sslmode=disable"); sqlstate(err) != "53300" {
+	if _, err := pgx.Connect(ctx, "postgres://cellar@"+addr+"/cellar?sslmode=disable"); sqlCode(err) != "53300" {
 		t.Fatalf("a connection over the limit: %v", err)
 	}
 	if _, err := c.Exec(ctx, "SELECT '"+strings.Repeat("x", 2<<10)+"'"); err == nil {
@@ -312,7 +312,7 @@ func TestAuthentication(t *testing.T) {
 				connect(t, url("bob", "hunter2"))
 			}
 			for _, bad := range []string{url("alice", "wrong"), url("nobody", "s3cret")} {
-				if _, err := pgx.Connect(ctx, bad); sqlstate(err) != "28P01" {
+				if _, err := pgx.Connect(ctx, bad); sqlCode(err) != "28P01" {
 					t.Fatalf("%s: %v", bad, err)
 				}
 			}
@@ -320,13 +320,13 @@ func TestAuthentication(t *testing.T) {
 	}
 	t.Run("password needs TLS", func(t *testing.T) {
 		addr := startServer(t, Options{Users: users, Rules: []Rule{{Source: "all", Method: MethodPassword}}})
-		if _, err := pgx.Connect(ctx, "postgres://alice:s3cret@"+addr+"/cellar?sslmode=disable"); sqlstate(err) != "28000" {
+		if _, err := pgx.Connect(ctx, "postgres://alice:s3cret@"+addr+"/cellar?sslmode=disable"); sqlCode(err) != "28000" {
 			t.Fatalf("cleartext password without TLS: %v", err)
 		}
 	})
 	t.Run("tls required", func(t *testing.T) {
 		addr := startServer(t, Options{TLS: selfSigned(t), TLSRequired: true})
-		if _, err := pgx.Connect(ctx, "postgres://cellar@"+addr+"/cellar?sslmode=disable"); sqlstate(err) != "28000" {
+		if _, err := pgx.Connect(ctx, "postgres://cellar@"+addr+"/cellar?sslmode=disable"); sqlCode(err) != "28000" {
 			t.Fatalf("plaintext with TLS required: %v", err)
 		}
 		connect(t, "postgres://cellar@"+addr+"/cellar?sslmode=require")
@@ -335,7 +335,7 @@ func TestAuthentication(t *testing.T) {
 		addr := startServer(t, Options{Users: users})
 		connect(t, "postgres://cellar@"+addr+"/cellar?sslmode=disable")       // trusted on loopback
 		connect(t, "postgres://alice:s3cret@"+addr+"/cellar?sslmode=disable") // SCRAM
-		if _, err := pgx.Connect(ctx, "postgres://cellar@"+addr+"/other?sslmode=disable"); sqlstate(err) != "28P01" {
+		if _, err := pgx.Connect(ctx, "postgres://cellar@"+addr+"/other?sslmode=disable"); sqlCode(err) != "28P01" {
 			t.Fatalf("user cellar on another database goes through SCRAM: %v", err)
 		}
 	})

@@ -3,6 +3,8 @@ package query
 import (
 	"context"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -24,18 +26,18 @@ type CopyOut struct {
 func (s *Session) compileCopy(st *Statement, c *pg.CopyStmt) (*Statement, error) {
 	switch {
 	case c.IsFrom:
-		return nil, Errorf(CodeFeatureNotSupported, "COPY FROM is not supported yet: tables in SQL arrive with issue 6")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY FROM is not supported yet: tables in SQL arrive with issue 6")
 	case c.Relation != nil:
-		return nil, Errorf(CodeFeatureNotSupported, "COPY of a table is not supported yet: tables in SQL arrive with issue 6; COPY (query) TO STDOUT works")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY of a table is not supported yet: tables in SQL arrive with issue 6; COPY (query) TO STDOUT works")
 	case c.Filename != "" || c.IsProgram:
-		return nil, Errorf(CodeInsufficientPrivilege, "COPY to a file or program on the server is not allowed; use COPY ... TO STDOUT or psql's \\copy")
+		return nil, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "COPY to a file or program on the server is not allowed; use COPY ... TO STDOUT or psql's \\copy")
 	}
 	inner, err := s.compile(st.SQL, c.Query, nil)
 	if err != nil {
 		return nil, err
 	}
 	if inner.Columns == nil {
-		return nil, Errorf(CodeFeatureNotSupported, "COPY query must return rows")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY query must return rows")
 	}
 	out := &CopyOut{Format: "text", Delimiter: "\t", Null: `\N`, Quote: `"`}
 	delimSet, nullSet := false, false
@@ -61,32 +63,32 @@ func (s *Session) compileCopy(st *Statement, c *pg.CopyStmt) (*Statement, error)
 			case "text", "csv", "binary":
 				out.Format = strings.ToLower(arg)
 			default:
-				return nil, Errorf(CodeInvalidParameterValue, "COPY format %q not recognized", arg)
+				return nil, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "COPY format %q not recognized", arg)
 			}
 		case "header":
 			v := arg
 			if v == "" {
 				v = "true" // HEADER alone
 			}
-			h, err := ParseText(OIDBool, v)
+			h, err := pgtypes.ParseText(pgtypes.OIDBool, v)
 			if err != nil {
-				return nil, Errorf(CodeSyntaxError, "header requires a Boolean value")
+				return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "header requires a Boolean value")
 			}
 			out.Header = h.(bool)
 		case "delimiter":
 			if len(arg) != 1 {
-				return nil, Errorf(CodeFeatureNotSupported, "COPY delimiter must be a single one-byte character")
+				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY delimiter must be a single one-byte character")
 			}
 			out.Delimiter, delimSet = arg, true
 		case "null":
 			out.Null, nullSet = arg, true
 		case "quote":
 			if len(arg) != 1 {
-				return nil, Errorf(CodeFeatureNotSupported, "COPY quote must be a single one-byte character")
+				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY quote must be a single one-byte character")
 			}
 			out.Quote = arg
 		default:
-			return nil, Errorf(CodeFeatureNotSupported, "COPY option %q is not supported", d.Defname)
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY option %q is not supported", d.Defname)
 		}
 	}
 	if out.Format == "csv" {
@@ -98,10 +100,10 @@ func (s *Session) compileCopy(st *Statement, c *pg.CopyStmt) (*Statement, error)
 		}
 	}
 	if out.Format == "binary" && (delimSet || nullSet || out.Header) {
-		return nil, Errorf(CodeSyntaxError, "cannot specify DELIMITER, NULL or HEADER in BINARY mode")
+		return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "cannot specify DELIMITER, NULL or HEADER in BINARY mode")
 	}
 	if out.Header && out.Format == "text" {
-		return nil, Errorf(CodeFeatureNotSupported, "COPY HEADER available only in CSV mode")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY HEADER available only in CSV mode")
 	}
 	st.Params = inner.Params
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {

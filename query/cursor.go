@@ -3,6 +3,8 @@ package query
 import (
 	"context"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"math"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -16,7 +18,7 @@ import (
 const cursorOptHold = 0x0020 // PostgreSQL's CURSOR_OPT_HOLD
 
 type cursor struct {
-	columns []Column
+	columns []pgtypes.Column
 	rows    [][]any
 	pos     int
 	hold    bool
@@ -28,17 +30,17 @@ func (s *Session) compileDeclare(st *Statement, d *pg.DeclareCursorStmt) (*State
 		return nil, err
 	}
 	if inner.Columns == nil {
-		return nil, Errorf(CodeSyntaxError, "cursor query must return rows")
+		return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "cursor query must return rows")
 	}
 	name := d.Portalname
 	hold := d.Options&cursorOptHold != 0
 	st.Params = inner.Params
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		if !hold && s.tx == TxIdle {
-			return nil, Errorf(CodeNoActiveTransaction, "DECLARE CURSOR can only be used in transaction blocks")
+			return nil, sqlstate.Errorf(sqlstate.CodeNoActiveTransaction, "DECLARE CURSOR can only be used in transaction blocks")
 		}
 		if _, exists := s.cursors[name]; exists {
-			return nil, Errorf("42P03", "cursor %q already exists", name)
+			return nil, sqlstate.Errorf("42P03", "cursor %q already exists", name)
 		}
 		res, err := inner.run(ctx, s, args)
 		if err != nil {
@@ -60,24 +62,24 @@ func (s *Session) compileFetch(st *Statement, f *pg.FetchStmt) (*Statement, erro
 	st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 		c, ok := s.cursors[name]
 		if !ok {
-			return nil, Errorf(CodeInvalidCursorName, "cursor %q does not exist", name)
+			return nil, sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "cursor %q does not exist", name)
 		}
 		n := f.HowMany
 		switch f.Direction {
 		case pg.FetchDirection_FETCH_FORWARD:
 		case pg.FetchDirection_FETCH_RELATIVE, pg.FetchDirection_FETCH_ABSOLUTE:
 			if n < 0 {
-				return nil, Errorf(CodeFeatureNotSupported, "cursor can only scan forward")
+				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cursor can only scan forward")
 			}
 			if f.Direction == pg.FetchDirection_FETCH_ABSOLUTE {
 				if int(n) <= c.pos {
-					return nil, Errorf(CodeFeatureNotSupported, "cursor can only scan forward")
+					return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cursor can only scan forward")
 				}
 				c.pos = min(int(n)-1, len(c.rows))
 				n = 1
 			}
 		default:
-			return nil, Errorf(CodeFeatureNotSupported, "cursor can only scan forward")
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cursor can only scan forward")
 		}
 		end := len(c.rows)
 		if n != math.MaxInt64 && c.pos+int(n) < end {
@@ -100,7 +102,7 @@ func (s *Session) compileClose(st *Statement, name string) (*Statement, error) {
 			return &Result{Tag: "CLOSE CURSOR ALL"}, nil
 		}
 		if _, ok := s.cursors[name]; !ok {
-			return nil, Errorf(CodeInvalidCursorName, "cursor %q does not exist", name)
+			return nil, sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "cursor %q does not exist", name)
 		}
 		delete(s.cursors, name)
 		return &Result{Tag: "CLOSE CURSOR"}, nil
@@ -120,7 +122,7 @@ func (s *Session) dropCursors(commit bool) {
 
 // CursorColumns returns the columns of a declared cursor: on the wire a
 // cursor is a portal, which a client may Describe by its name.
-func (s *Session) CursorColumns(name string) ([]Column, bool) {
+func (s *Session) CursorColumns(name string) ([]pgtypes.Column, bool) {
 	c, ok := s.cursors[name]
 	if !ok {
 		return nil, false

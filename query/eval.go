@@ -3,6 +3,8 @@ package query
 import (
 	"context"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"math"
 	"math/big"
 	"strings"
@@ -36,14 +38,14 @@ func (s *Session) compileSelect(st *Statement, sel *pg.SelectStmt, paramOIDs []u
 	if len(sel.FromClause) > 0 || sel.WhereClause != nil || len(sel.GroupClause) > 0 || sel.HavingClause != nil ||
 		len(sel.ValuesLists) > 0 || sel.Op != pg.SetOperation_SETOP_NONE || len(sel.SortClause) > 0 ||
 		sel.LimitCount != nil || sel.LimitOffset != nil || len(sel.DistinctClause) > 0 || sel.IntoClause != nil || sel.WithClause != nil {
-		return nil, Errorf(CodeFeatureNotSupported, "SELECT over tables (FROM, WHERE, ORDER BY, LIMIT, ...) is not supported yet: cellar's SQL layer arrives with issue 6")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "SELECT over tables (FROM, WHERE, ORDER BY, LIMIT, ...) is not supported yet: cellar's SQL layer arrives with issue 6")
 	}
 	c := &compiler{s: s, params: append([]uint32(nil), paramOIDs...)}
 	var exprs []*expr
 	for _, t := range sel.TargetList {
 		rt := t.GetResTarget()
 		if rt == nil {
-			return nil, Errorf(CodeSyntaxError, "unexpected select target")
+			return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "unexpected select target")
 		}
 		e, err := c.expr(rt.Val, 0)
 		if err != nil {
@@ -52,20 +54,20 @@ func (s *Session) compileSelect(st *Statement, sel *pg.SelectStmt, paramOIDs []u
 		if rt.Name != "" {
 			e.name = rt.Name
 		}
-		if e.oid == OIDUnknown {
-			e.oid = OIDText // an untyped literal in a result is text
+		if e.oid == pgtypes.OIDUnknown {
+			e.oid = pgtypes.OIDText // an untyped literal in a result is text
 		}
 		exprs = append(exprs, e)
 	}
 	for i, p := range c.params {
 		if p == 0 {
-			c.params[i] = OIDText
+			c.params[i] = pgtypes.OIDText
 		}
 	}
 	st.Params = c.params
 	st.ParamPosition = c.firstParam
 	for _, e := range exprs {
-		st.Columns = append(st.Columns, Column{Name: e.name, OID: e.oid})
+		st.Columns = append(st.Columns, pgtypes.Column{Name: e.name, OID: e.oid})
 	}
 	st.kind = "SELECT"
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
@@ -94,32 +96,32 @@ func (c *compiler) expr(n *pg.Node, want uint32) (*expr, error) {
 	case *pg.Node_AConst:
 		a := x.AConst
 		if a.Isnull {
-			return constant(OIDUnknown, "?column?", nil), nil
+			return constant(pgtypes.OIDUnknown, "?column?", nil), nil
 		}
 		switch v := a.Val.(type) {
 		case *pg.A_Const_Ival:
-			return constant(OIDInt4, "?column?", int64(v.Ival.Ival)), nil
+			return constant(pgtypes.OIDInt4, "?column?", int64(v.Ival.Ival)), nil
 		case *pg.A_Const_Fval:
 			// Integers too large for int4 come as Fval too.
-			if i, err := ParseText(OIDInt8, v.Fval.Fval); err == nil {
-				return constant(OIDInt8, "?column?", i), nil
+			if i, err := pgtypes.ParseText(pgtypes.OIDInt8, v.Fval.Fval); err == nil {
+				return constant(pgtypes.OIDInt8, "?column?", i), nil
 			}
-			n, err := ParseNumeric(v.Fval.Fval)
+			n, err := pgtypes.ParseNumeric(v.Fval.Fval)
 			if err != nil {
-				return nil, Errorf(CodeInvalidTextRepresent, "invalid number %q", v.Fval.Fval)
+				return nil, sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid number %q", v.Fval.Fval)
 			}
-			return constant(OIDNumeric, "?column?", n), nil
+			return constant(pgtypes.OIDNumeric, "?column?", n), nil
 		case *pg.A_Const_Sval:
-			return constant(OIDUnknown, "?column?", v.Sval.Sval), nil
+			return constant(pgtypes.OIDUnknown, "?column?", v.Sval.Sval), nil
 		case *pg.A_Const_Boolval:
-			return constant(OIDBool, "bool", v.Boolval.Boolval), nil
+			return constant(pgtypes.OIDBool, "bool", v.Boolval.Boolval), nil
 		case *pg.A_Const_Bsval:
-			return nil, Errorf(CodeFeatureNotSupported, "bit strings are not supported")
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "bit strings are not supported")
 		}
 	case *pg.Node_ParamRef:
 		i := int(x.ParamRef.Number) - 1
 		if i < 0 || i >= 65535 {
-			return nil, &Error{Code: CodeUndefinedParameter, Message: fmt.Sprintf("there is no parameter $%d", i+1), Position: int(x.ParamRef.Location) + 1}
+			return nil, &sqlstate.Error{Code: sqlstate.CodeUndefinedParameter, Message: fmt.Sprintf("there is no parameter $%d", i+1), Position: int(x.ParamRef.Location) + 1}
 		}
 		for len(c.params) <= i {
 			c.params = append(c.params, 0)
@@ -127,12 +129,12 @@ func (c *compiler) expr(n *pg.Node, want uint32) (*expr, error) {
 		if c.firstParam == 0 {
 			c.firstParam = int(x.ParamRef.Location) + 1
 		}
-		if c.params[i] == 0 && want != 0 && want != OIDUnknown {
+		if c.params[i] == 0 && want != 0 && want != pgtypes.OIDUnknown {
 			c.params[i] = want
 		}
 		oid := c.params[i]
 		if oid == 0 {
-			oid = OIDText
+			oid = pgtypes.OIDText
 			c.params[i] = oid
 		}
 		return &expr{oid: oid, name: "?column?", eval: func(env *evalEnv) (any, error) { return env.args[i], nil }}, nil
@@ -173,9 +175,9 @@ func (c *compiler) expr(n *pg.Node, want uint32) (*expr, error) {
 				parts = append(parts, "*")
 			}
 		}
-		return nil, &Error{Code: CodeUndefinedColumn, Message: fmt.Sprintf("column %q does not exist", strings.Join(parts, ".")), Position: int(x.ColumnRef.Location) + 1}
+		return nil, &sqlstate.Error{Code: sqlstate.CodeUndefinedColumn, Message: fmt.Sprintf("column %q does not exist", strings.Join(parts, ".")), Position: int(x.ColumnRef.Location) + 1}
 	}
-	return nil, Errorf(CodeFeatureNotSupported, "this expression is not supported yet (%s)", strings.TrimPrefix(fmt.Sprintf("%T", n.Node), "*pg_query.Node_"))
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "this expression is not supported yet (%s)", strings.TrimPrefix(fmt.Sprintf("%T", n.Node), "*pg_query.Node_"))
 }
 
 func typeOf(t *pg.TypeName) (uint32, error) {
@@ -187,35 +189,35 @@ func typeOf(t *pg.TypeName) (uint32, error) {
 	}
 	name := strings.ToLower(strings.Join(names, "."))
 	if len(t.ArrayBounds) > 0 {
-		return 0, Errorf(CodeFeatureNotSupported, "array types are not supported")
+		return 0, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "array types are not supported")
 	}
-	if oid, ok := typeNames[name]; ok {
+	if oid, ok := pgtypes.TypeNames[name]; ok {
 		return oid, nil
 	}
-	return 0, &Error{Code: CodeUndefinedObject, Message: fmt.Sprintf("type %q does not exist", name), Position: int(t.Location) + 1}
+	return 0, &sqlstate.Error{Code: sqlstate.CodeUndefinedObject, Message: fmt.Sprintf("type %q does not exist", name), Position: int(t.Location) + 1}
 }
 
 // typeColumnName is the column name PostgreSQL gives a cast literal.
 func typeColumnName(oid uint32) string {
 	switch oid {
-	case OIDInt2:
+	case pgtypes.OIDInt2:
 		return "int2"
-	case OIDInt4:
+	case pgtypes.OIDInt4:
 		return "int4"
-	case OIDInt8:
+	case pgtypes.OIDInt8:
 		return "int8"
-	case OIDFloat4:
+	case pgtypes.OIDFloat4:
 		return "float4"
-	case OIDFloat8:
+	case pgtypes.OIDFloat8:
 		return "float8"
-	case OIDBool:
+	case pgtypes.OIDBool:
 		return "bool"
-	case OIDVarchar:
+	case pgtypes.OIDVarchar:
 		return "varchar"
-	case OIDTimestamptz:
+	case pgtypes.OIDTimestamptz:
 		return "timestamptz"
 	}
-	return TypeName(oid)
+	return pgtypes.TypeName(oid)
 }
 
 // cast converts a value between types through its text form, with
@@ -228,22 +230,24 @@ func cast(v any, from, to uint32) (any, error) {
 		return map[bool]string{true: "true", false: "false"}[b], nil
 	}
 	switch to {
-	case OIDInt2, OIDInt4, OIDInt8:
+	case pgtypes.OIDInt2, pgtypes.OIDInt4, pgtypes.OIDInt8:
 		if f, ok := v.(float64); ok {
 			v = int64(math.RoundToEven(f))
-			from = OIDInt8
+			from = pgtypes.OIDInt8
 		}
 	}
-	return ParseText(to, FormatText(from, v))
+	return pgtypes.ParseText(to, pgtypes.FormatText(from, v))
 }
 
-func isInt(oid uint32) bool   { return oid == OIDInt2 || oid == OIDInt4 || oid == OIDInt8 }
-func isFloat(oid uint32) bool { return oid == OIDFloat4 || oid == OIDFloat8 }
+func isInt(oid uint32) bool {
+	return oid == pgtypes.OIDInt2 || oid == pgtypes.OIDInt4 || oid == pgtypes.OIDInt8
+}
+func isFloat(oid uint32) bool { return oid == pgtypes.OIDFloat4 || oid == pgtypes.OIDFloat8 }
 func isNumber(oid uint32) bool {
-	return isInt(oid) || isFloat(oid) || oid == OIDNumeric
+	return isInt(oid) || isFloat(oid) || oid == pgtypes.OIDNumeric
 }
 func isText(oid uint32) bool {
-	return oid == OIDText || oid == OIDVarchar || oid == OIDName || oid == OIDUnknown
+	return oid == pgtypes.OIDText || oid == pgtypes.OIDVarchar || oid == pgtypes.OIDName || oid == pgtypes.OIDUnknown
 }
 
 func opName(names []*pg.Node) string {
@@ -258,7 +262,7 @@ func opName(names []*pg.Node) string {
 
 func (c *compiler) operator(a *pg.A_Expr) (*expr, error) {
 	if a.Kind != pg.A_Expr_Kind_AEXPR_OP {
-		return nil, Errorf(CodeFeatureNotSupported, "this operator form is not supported yet")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "this operator form is not supported yet")
 	}
 	op := opName(a.Name)
 	pos := int(a.Location) + 1
@@ -268,7 +272,7 @@ func (c *compiler) operator(a *pg.A_Expr) (*expr, error) {
 			return nil, err
 		}
 		if op != "-" && op != "+" || !isNumber(r.oid) {
-			return nil, &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("operator does not exist: %s %s", op, TypeName(r.oid)), Position: pos}
+			return nil, &sqlstate.Error{Code: sqlstate.CodeUndefinedFunction, Message: fmt.Sprintf("operator does not exist: %s %s", op, pgtypes.TypeName(r.oid)), Position: pos}
 		}
 		return &expr{oid: r.oid, name: "?column?", eval: func(env *evalEnv) (any, error) {
 			v, err := r.eval(env)
@@ -299,16 +303,16 @@ func (c *compiler) operator(a *pg.A_Expr) (*expr, error) {
 	}
 	lt, rt := l.oid, r.oid
 	// An untyped literal takes the other side's type.
-	if lt == OIDUnknown && rt != OIDUnknown {
+	if lt == pgtypes.OIDUnknown && rt != pgtypes.OIDUnknown {
 		lt = rt
 	}
-	if rt == OIDUnknown && lt != OIDUnknown {
+	if rt == pgtypes.OIDUnknown && lt != pgtypes.OIDUnknown {
 		rt = lt
 	}
 	both := func(v1, v2 any) bool { return v1 != nil && v2 != nil }
 	conv := func(v any, from, to uint32) (any, error) {
-		if from == OIDUnknown && to != OIDUnknown {
-			return ParseText(to, v.(string))
+		if from == pgtypes.OIDUnknown && to != pgtypes.OIDUnknown {
+			return pgtypes.ParseText(to, v.(string))
 		}
 		return v, nil
 	}
@@ -340,8 +344,8 @@ func (c *compiler) operator(a *pg.A_Expr) (*expr, error) {
 		return binary(res, func(x, y any) (any, error) { return arith(op, lt, x, y, rt) }), nil
 	case "||":
 		if isText(lt) || isText(rt) {
-			return binary(OIDText, func(x, y any) (any, error) {
-				return FormatText(lt, x) + FormatText(rt, y), nil
+			return binary(pgtypes.OIDText, func(x, y any) (any, error) {
+				return pgtypes.FormatText(lt, x) + pgtypes.FormatText(rt, y), nil
 			}), nil
 		}
 	case "=", "<>", "!=", "<", ">", "<=", ">=":
@@ -349,7 +353,7 @@ func (c *compiler) operator(a *pg.A_Expr) (*expr, error) {
 		if !comparable {
 			break
 		}
-		return binary(OIDBool, func(x, y any) (any, error) {
+		return binary(pgtypes.OIDBool, func(x, y any) (any, error) {
 			c, err := compare(x, lt, y, rt)
 			if err != nil {
 				return nil, err
@@ -369,12 +373,12 @@ func (c *compiler) operator(a *pg.A_Expr) (*expr, error) {
 			return c >= 0, nil
 		}), nil
 	}
-	return nil, &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("operator does not exist: %s %s %s", TypeName(lt), op, TypeName(rt)),
+	return nil, &sqlstate.Error{Code: sqlstate.CodeUndefinedFunction, Message: fmt.Sprintf("operator does not exist: %s %s %s", pgtypes.TypeName(lt), op, pgtypes.TypeName(rt)),
 		Hint: "No operator matches the given name and argument types.", Position: pos}
 }
 
 func hint(oid uint32) uint32 {
-	if oid == OIDUnknown {
+	if oid == pgtypes.OIDUnknown {
 		return 0
 	}
 	return oid
@@ -383,19 +387,19 @@ func hint(oid uint32) uint32 {
 // resultType is the type of arithmetic on two numbers.
 func resultType(a, b uint32) uint32 {
 	switch {
-	case a == OIDNumeric || b == OIDNumeric:
+	case a == pgtypes.OIDNumeric || b == pgtypes.OIDNumeric:
 		if isFloat(a) || isFloat(b) {
-			return OIDFloat8
+			return pgtypes.OIDFloat8
 		}
-		return OIDNumeric
+		return pgtypes.OIDNumeric
 	case isFloat(a) || isFloat(b):
-		return OIDFloat8
-	case a == OIDInt8 || b == OIDInt8:
-		return OIDInt8
-	case a == OIDInt4 || b == OIDInt4:
-		return OIDInt4
+		return pgtypes.OIDFloat8
+	case a == pgtypes.OIDInt8 || b == pgtypes.OIDInt8:
+		return pgtypes.OIDInt8
+	case a == pgtypes.OIDInt4 || b == pgtypes.OIDInt4:
+		return pgtypes.OIDInt4
 	}
-	return OIDInt2
+	return pgtypes.OIDInt2
 }
 
 func toRat(v any) *big.Rat {
@@ -405,7 +409,7 @@ func toRat(v any) *big.Rat {
 	case float64:
 		r, _ := new(big.Rat).SetString(fmt.Sprint(x))
 		return r
-	case Numeric:
+	case pgtypes.Numeric:
 		r, _ := new(big.Rat).SetString(string(x))
 		return r
 	}
@@ -413,7 +417,7 @@ func toRat(v any) *big.Rat {
 }
 
 func numScale(v any) int {
-	if n, ok := v.(Numeric); ok {
+	if n, ok := v.(pgtypes.Numeric); ok {
 		if i := strings.IndexByte(string(n), '.'); i >= 0 {
 			return len(n) - i - 1
 		}
@@ -447,7 +451,7 @@ func arith(op string, lt uint32, x, y any, rt uint32) (any, error) {
 			}
 		case "/", "%":
 			if b == 0 {
-				return nil, Errorf(CodeDivisionByZero, "division by zero")
+				return nil, sqlstate.Errorf(sqlstate.CodeDivisionByZero, "division by zero")
 			}
 			if op == "/" {
 				v = a / b
@@ -455,7 +459,7 @@ func arith(op string, lt uint32, x, y any, rt uint32) (any, error) {
 				v = a % b
 			}
 		}
-		if (res == OIDInt4 && (v > math.MaxInt32 || v < math.MinInt32)) || (res == OIDInt2 && (v > math.MaxInt16 || v < math.MinInt16)) {
+		if (res == pgtypes.OIDInt4 && (v > math.MaxInt32 || v < math.MinInt32)) || (res == pgtypes.OIDInt2 && (v > math.MaxInt16 || v < math.MinInt16)) {
 			return nil, rangeError(res)
 		}
 		return v, nil
@@ -470,7 +474,7 @@ func arith(op string, lt uint32, x, y any, rt uint32) (any, error) {
 			return a * b, nil
 		case "/", "%":
 			if b == 0 {
-				return nil, Errorf(CodeDivisionByZero, "division by zero")
+				return nil, sqlstate.Errorf(sqlstate.CodeDivisionByZero, "division by zero")
 			}
 			if op == "/" {
 				return a / b, nil
@@ -491,18 +495,18 @@ func arith(op string, lt uint32, x, y any, rt uint32) (any, error) {
 		scale = numScale(x) + numScale(y)
 	case "/":
 		if b.Sign() == 0 {
-			return nil, Errorf(CodeDivisionByZero, "division by zero")
+			return nil, sqlstate.Errorf(sqlstate.CodeDivisionByZero, "division by zero")
 		}
 		r = new(big.Rat).Quo(a, b)
 		scale = max(scale, 16)
 	default:
-		return nil, Errorf(CodeFeatureNotSupported, "numeric %% is not supported")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "numeric %% is not supported")
 	}
-	return Numeric(r.FloatString(scale)), nil
+	return pgtypes.Numeric(r.FloatString(scale)), nil
 }
 
 func rangeError(oid uint32) error {
-	return Errorf(CodeNumericOutOfRange, "%s out of range", map[uint32]string{OIDInt2: "smallint", OIDInt4: "integer", OIDInt8: "bigint"}[oid])
+	return sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "%s out of range", map[uint32]string{pgtypes.OIDInt2: "smallint", pgtypes.OIDInt4: "integer", pgtypes.OIDInt8: "bigint"}[oid])
 }
 
 func toFloat(v any) float64 {
@@ -511,7 +515,7 @@ func toFloat(v any) float64 {
 		return float64(x)
 	case float64:
 		return x
-	case Numeric:
+	case pgtypes.Numeric:
 		f, _ := toRat(x).Float64()
 		return f
 	}
@@ -535,7 +539,7 @@ func compare(x any, lt uint32, y any, rt uint32) (int, error) {
 	case isText(lt) && isText(rt):
 		return strings.Compare(x.(string), y.(string)), nil
 	}
-	a, b := FormatText(lt, x), FormatText(rt, y)
+	a, b := pgtypes.FormatText(lt, x), pgtypes.FormatText(rt, y)
 	return strings.Compare(a, b), nil
 }
 
@@ -546,7 +550,7 @@ func (c *compiler) function(f *pg.FuncCall) (*expr, error) {
 	pos := int(f.Location) + 1
 	arity := func(n int) error {
 		if argc != n {
-			return &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("function %s with %d arguments does not exist", name, argc), Position: pos}
+			return &sqlstate.Error{Code: sqlstate.CodeUndefinedFunction, Message: fmt.Sprintf("function %s with %d arguments does not exist", name, argc), Position: pos}
 		}
 		return nil
 	}
@@ -555,45 +559,45 @@ func (c *compiler) function(f *pg.FuncCall) (*expr, error) {
 		if err := arity(0); err != nil {
 			return nil, err
 		}
-		return constant(OIDText, "version", "PostgreSQL "+ServerVersion+" (cellar) on x86_64-pc-linux-gnu, 64-bit"), nil
+		return constant(pgtypes.OIDText, "version", "PostgreSQL "+ServerVersion+" (cellar) on x86_64-pc-linux-gnu, 64-bit"), nil
 	case "current_database":
 		if err := arity(0); err != nil {
 			return nil, err
 		}
-		return constant(OIDName, name, c.s.opts.Database), nil
+		return constant(pgtypes.OIDName, name, c.s.opts.Database), nil
 	case "current_schema":
 		if err := arity(0); err != nil {
 			return nil, err
 		}
-		return constant(OIDName, name, "public"), nil
+		return constant(pgtypes.OIDName, name, "public"), nil
 	case "pg_backend_pid":
 		if err := arity(0); err != nil {
 			return nil, err
 		}
-		return constant(OIDInt4, name, int64(c.s.opts.BackendPID)), nil
+		return constant(pgtypes.OIDInt4, name, int64(c.s.opts.BackendPID)), nil
 	case "now", "transaction_timestamp", "statement_timestamp", "clock_timestamp":
 		if err := arity(0); err != nil {
 			return nil, err
 		}
-		return &expr{oid: OIDTimestamptz, name: name, eval: func(env *evalEnv) (any, error) {
+		return &expr{oid: pgtypes.OIDTimestamptz, name: name, eval: func(env *evalEnv) (any, error) {
 			return env.s.opts.Clock().UTC().Truncate(1000), nil
 		}}, nil
 	case "pg_sleep":
 		if err := arity(1); err != nil {
 			return nil, err
 		}
-		arg, err := c.expr(f.Args[0], OIDFloat8)
+		arg, err := c.expr(f.Args[0], pgtypes.OIDFloat8)
 		if err != nil {
 			return nil, err
 		}
-		return &expr{oid: OIDVoid, name: name, eval: func(env *evalEnv) (any, error) {
+		return &expr{oid: pgtypes.OIDVoid, name: name, eval: func(env *evalEnv) (any, error) {
 			v, err := arg.eval(env)
 			if err != nil || v == nil {
 				return "", err
 			}
 			secs := toFloat(v)
-			if arg.oid == OIDUnknown || isText(arg.oid) {
-				f, err := ParseText(OIDFloat8, FormatText(arg.oid, v))
+			if arg.oid == pgtypes.OIDUnknown || isText(arg.oid) {
+				f, err := pgtypes.ParseText(pgtypes.OIDFloat8, pgtypes.FormatText(arg.oid, v))
 				if err != nil {
 					return nil, err
 				}
@@ -612,13 +616,13 @@ func (c *compiler) function(f *pg.FuncCall) (*expr, error) {
 		if argc < 1 || argc > 2 {
 			return nil, arity(1)
 		}
-		arg, err := c.expr(f.Args[0], OIDText)
+		arg, err := c.expr(f.Args[0], pgtypes.OIDText)
 		if err != nil {
 			return nil, err
 		}
 		missingOK := false
 		if argc == 2 {
-			m, err := c.expr(f.Args[1], OIDBool)
+			m, err := c.expr(f.Args[1], pgtypes.OIDBool)
 			if err != nil {
 				return nil, err
 			}
@@ -627,22 +631,22 @@ func (c *compiler) function(f *pg.FuncCall) (*expr, error) {
 				missingOK, _ = v.(bool)
 			}
 		}
-		return &expr{oid: OIDText, name: name, eval: func(env *evalEnv) (any, error) {
+		return &expr{oid: pgtypes.OIDText, name: name, eval: func(env *evalEnv) (any, error) {
 			v, err := arg.eval(env)
 			if err != nil || v == nil {
 				return nil, err
 			}
-			val, ok := env.s.Setting(FormatText(arg.oid, v))
+			val, ok := env.s.Setting(pgtypes.FormatText(arg.oid, v))
 			if !ok {
 				if missingOK {
 					return nil, nil
 				}
-				return nil, unknownSetting(FormatText(arg.oid, v))
+				return nil, unknownSetting(pgtypes.FormatText(arg.oid, v))
 			}
 			return val, nil
 		}}, nil
 	}
-	return nil, &Error{Code: CodeUndefinedFunction, Message: fmt.Sprintf("function %s does not exist", name), Position: pos,
+	return nil, &sqlstate.Error{Code: sqlstate.CodeUndefinedFunction, Message: fmt.Sprintf("function %s does not exist", name), Position: pos,
 		Hint: "cellar implements few functions until its SQL layer arrives (issue 6)."}
 }
 
@@ -650,13 +654,13 @@ func (c *compiler) sqlValueFunction(f *pg.SQLValueFunction) (*expr, error) {
 	switch f.Op {
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_USER, pg.SQLValueFunctionOp_SVFOP_USER, pg.SQLValueFunctionOp_SVFOP_SESSION_USER:
 		name := strings.ToLower(strings.TrimPrefix(f.Op.String(), "SVFOP_"))
-		return constant(OIDName, name, c.s.opts.User), nil
+		return constant(pgtypes.OIDName, name, c.s.opts.User), nil
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG:
-		return constant(OIDName, "current_catalog", c.s.opts.Database), nil
+		return constant(pgtypes.OIDName, "current_catalog", c.s.opts.Database), nil
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP:
-		return &expr{oid: OIDTimestamptz, name: "current_timestamp", eval: func(env *evalEnv) (any, error) {
+		return &expr{oid: pgtypes.OIDTimestamptz, name: "current_timestamp", eval: func(env *evalEnv) (any, error) {
 			return env.s.opts.Clock().UTC().Truncate(1000), nil
 		}}, nil
 	}
-	return nil, Errorf(CodeFeatureNotSupported, "%s is not supported", strings.TrimPrefix(f.Op.String(), "SVFOP_"))
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s is not supported", strings.TrimPrefix(f.Op.String(), "SVFOP_"))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"strings"
 	"time"
 
@@ -105,7 +107,7 @@ type Statement struct {
 	// them, otherwise inferred.
 	Params []uint32
 	// Columns describe the rows it returns; nil if it returns none.
-	Columns []Column
+	Columns []pgtypes.Column
 	// ParamPosition is where the first parameter reference is (1-based),
 	// for the error of a simple query that has one.
 	ParamPosition int
@@ -119,11 +121,11 @@ type Statement struct {
 
 // Result is what a statement produced.
 type Result struct {
-	Columns []Column
+	Columns []pgtypes.Column
 	Rows    [][]any
 	// Tag is the command tag ("SELECT 1", "SET", ...).
 	Tag     string
-	Notices []*Error
+	Notices []*sqlstate.Error
 	// DeallocateAll, Deallocate: the wire layer drops prepared statements.
 	DeallocateAll bool
 	Deallocate    string
@@ -166,7 +168,7 @@ func (s *Session) Prepare(sql string, paramOIDs []uint32) (*Statement, error) {
 		return nil, nil
 	case 1:
 	default:
-		return nil, Errorf(CodeSyntaxError, "cannot insert multiple commands into a prepared statement")
+		return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
 	return s.compile(sql, tree.Stmts[0].Stmt, paramOIDs)
 }
@@ -183,7 +185,7 @@ func stmtText(sql string, raw *pg.RawStmt) string {
 // syntaxError turns pg_query's error, which carries PostgreSQL's message
 // and cursor position, into a 42601.
 func syntaxError(err error) error {
-	e := &Error{Code: CodeSyntaxError, Message: err.Error()}
+	e := &sqlstate.Error{Code: sqlstate.CodeSyntaxError, Message: err.Error()}
 	var pe *pgparser.Error
 	if errors.As(err, &pe) {
 		e.Position = pe.Cursorpos
@@ -195,10 +197,10 @@ func syntaxError(err error) error {
 // statement's parameter types), under PostgreSQL's transaction rules.
 func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Result, error) {
 	if s.tx == TxFailed && !st.endsTx {
-		return nil, Errorf(CodeInFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+		return nil, sqlstate.Errorf(sqlstate.CodeInFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block")
 	}
 	if len(args) != len(st.Params) {
-		return nil, Errorf(CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(args), len(st.Params))
+		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(args), len(st.Params))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, canceled(err)
@@ -219,15 +221,15 @@ func (s *Session) Failed() {
 	}
 }
 
-func canceled(err error) *Error {
+func canceled(err error) *sqlstate.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return Errorf(CodeQueryCanceled, "canceling statement due to statement timeout")
+		return sqlstate.Errorf(sqlstate.CodeQueryCanceled, "canceling statement due to statement timeout")
 	}
-	return Errorf(CodeQueryCanceled, "canceling statement due to user request")
+	return sqlstate.Errorf(sqlstate.CodeQueryCanceled, "canceling statement due to user request")
 }
 
 // Canceled turns a context error into PostgreSQL's 57014.
-func Canceled(err error) *Error { return canceled(err) }
+func Canceled(err error) *sqlstate.Error { return canceled(err) }
 
 func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
 	st := &Statement{SQL: text}
@@ -248,7 +250,7 @@ func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Stateme
 		st.kind = "DISCARD ALL"
 		st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
 			if s.tx != TxIdle {
-				return nil, Errorf(CodeActiveTransaction, "DISCARD ALL cannot run inside a transaction block")
+				return nil, sqlstate.Errorf(sqlstate.CodeActiveTransaction, "DISCARD ALL cannot run inside a transaction block")
 			}
 			s.set = newSettings(s.opts.User, s.opts.Superuser)
 			s.cursors = map[string]*cursor{}
@@ -273,7 +275,7 @@ func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Stateme
 		}
 		return st, nil
 	}
-	return nil, Errorf(CodeFeatureNotSupported, "%s is not supported yet: cellar's SQL layer (tables, DDL and DML) arrives with issue 6", statementName(n))
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s is not supported yet: cellar's SQL layer (tables, DDL and DML) arrives with issue 6", statementName(n))
 }
 
 // statementName names a statement kind for messages: "CREATE TABLE" from
@@ -311,7 +313,7 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 			res := &Result{Tag: tag}
 			if s.tx != TxIdle {
-				res.Notices = append(res.Notices, Notice("WARNING", CodeActiveTransaction, "there is already a transaction in progress"))
+				res.Notices = append(res.Notices, sqlstate.Notice("WARNING", sqlstate.CodeActiveTransaction, "there is already a transaction in progress"))
 				return res, nil
 			}
 			saved := s.set.clone()
@@ -324,7 +326,7 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 			switch s.tx {
 			case TxIdle:
-				return &Result{Tag: "COMMIT", Notices: []*Error{Notice("WARNING", CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
+				return &Result{Tag: "COMMIT", Notices: []*sqlstate.Error{sqlstate.Notice("WARNING", sqlstate.CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
 			case TxFailed:
 				s.endTx(false)
 				return &Result{Tag: "ROLLBACK"}, nil
@@ -336,7 +338,7 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 		st.endsTx = true
 		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 			if s.tx == TxIdle {
-				return &Result{Tag: "ROLLBACK", Notices: []*Error{Notice("WARNING", CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
+				return &Result{Tag: "ROLLBACK", Notices: []*sqlstate.Error{sqlstate.Notice("WARNING", sqlstate.CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
 			}
 			s.endTx(false)
 			return &Result{Tag: "ROLLBACK"}, nil
@@ -345,7 +347,7 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 		name := t.SavepointName
 		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 			if s.tx == TxIdle {
-				return nil, Errorf(CodeNoActiveTransaction, "SAVEPOINT can only be used in transaction blocks")
+				return nil, sqlstate.Errorf(sqlstate.CodeNoActiveTransaction, "SAVEPOINT can only be used in transaction blocks")
 			}
 			s.savepoints = append(s.savepoints, savepoint{name: name, set: s.set.clone()})
 			return &Result{Tag: "SAVEPOINT"}, nil
@@ -360,14 +362,14 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 				what = "RELEASE SAVEPOINT"
 			}
 			if s.tx == TxIdle {
-				return nil, Errorf(CodeNoActiveTransaction, "%s can only be used in transaction blocks", what)
+				return nil, sqlstate.Errorf(sqlstate.CodeNoActiveTransaction, "%s can only be used in transaction blocks", what)
 			}
 			i := len(s.savepoints) - 1
 			for i >= 0 && s.savepoints[i].name != name {
 				i--
 			}
 			if i < 0 {
-				return nil, Errorf("3B001", "savepoint %q does not exist", name)
+				return nil, sqlstate.Errorf("3B001", "savepoint %q does not exist", name)
 			}
 			if release {
 				s.savepoints = s.savepoints[:i]
@@ -379,7 +381,7 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 			return &Result{Tag: "ROLLBACK"}, nil
 		}
 	default:
-		return nil, Errorf(CodeFeatureNotSupported, "%s is not supported", strings.ReplaceAll(strings.TrimPrefix(t.Kind.String(), "TRANS_STMT_"), "_", " "))
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s is not supported", strings.ReplaceAll(strings.TrimPrefix(t.Kind.String(), "TRANS_STMT_"), "_", " "))
 	}
 	return st, nil
 }
@@ -421,7 +423,7 @@ func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, 
 				return nil, unknownSetting(v.Name)
 			}
 			if cur.readOnly {
-				return nil, Errorf(CodeCantChangeRuntimeParam, "parameter %q cannot be changed", cur.name)
+				return nil, sqlstate.Errorf(sqlstate.CodeCantChangeRuntimeParam, "parameter %q cannot be changed", cur.name)
 			}
 			cur.value = newSettings(s.opts.User, s.opts.Superuser).byName[name].value
 			return &Result{Tag: tag}, nil
@@ -434,7 +436,7 @@ func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, 
 		return st, nil
 	case pg.VariableSetKind_VAR_SET_VALUE:
 	default:
-		return nil, Errorf(CodeFeatureNotSupported, "SET FROM CURRENT is not supported")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "SET FROM CURRENT is not supported")
 	}
 	value, err := setArgs(v.Args)
 	if err != nil {
@@ -444,7 +446,7 @@ func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, 
 	st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 		res := &Result{Tag: "SET"}
 		if local && s.tx == TxIdle {
-			res.Notices = append(res.Notices, Notice("WARNING", CodeNoActiveTransaction, "SET LOCAL can only be used in transaction blocks"))
+			res.Notices = append(res.Notices, sqlstate.Notice("WARNING", sqlstate.CodeNoActiveTransaction, "SET LOCAL can only be used in transaction blocks"))
 			return res, nil
 		}
 		if err := s.setValue(name, value); err != nil {
@@ -455,8 +457,8 @@ func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, 
 	return st, nil
 }
 
-func unknownSetting(name string) *Error {
-	return Errorf(CodeUndefinedObject, "unrecognized configuration parameter %q", name)
+func unknownSetting(name string) *sqlstate.Error {
+	return sqlstate.Errorf(sqlstate.CodeUndefinedObject, "unrecognized configuration parameter %q", name)
 }
 
 // setValue changes a setting. Names with a dot are custom settings, which
@@ -472,7 +474,7 @@ func (s *Session) setValue(name, value string) error {
 		s.set.byName[name] = cur
 	}
 	if cur.readOnly {
-		return Errorf(CodeCantChangeRuntimeParam, "parameter %q cannot be changed", cur.name)
+		return sqlstate.Errorf(sqlstate.CodeCantChangeRuntimeParam, "parameter %q cannot be changed", cur.name)
 	}
 	if cur.check != nil {
 		v, err := cur.check(value)
@@ -498,9 +500,9 @@ func setArgs(args []*pg.Node) (string, error) {
 				parts = append(parts, constText(c.AConst))
 				continue
 			}
-			return "", Errorf(CodeSyntaxError, "SET value must be a constant")
+			return "", sqlstate.Errorf(sqlstate.CodeSyntaxError, "SET value must be a constant")
 		default:
-			return "", Errorf(CodeSyntaxError, "SET value must be a constant")
+			return "", sqlstate.Errorf(sqlstate.CodeSyntaxError, "SET value must be a constant")
 		}
 	}
 	return strings.Join(parts, ", "), nil
@@ -526,7 +528,7 @@ func constText(c *pg.A_Const) string {
 func (s *Session) compileShow(st *Statement, name string) (*Statement, error) {
 	lname := strings.ToLower(name)
 	if lname == "all" {
-		st.Columns = []Column{{"name", OIDText}, {"setting", OIDText}, {"description", OIDText}}
+		st.Columns = []pgtypes.Column{{Name: "name", OID: pgtypes.OIDText}, {Name: "setting", OID: pgtypes.OIDText}, {Name: "description", OID: pgtypes.OIDText}}
 		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 			res := &Result{Columns: st.Columns}
 			for _, k := range s.set.names() {
@@ -545,7 +547,7 @@ func (s *Session) compileShow(st *Statement, name string) (*Statement, error) {
 	if cur, ok := s.set.byName[lname]; ok {
 		colName = cur.name
 	}
-	st.Columns = []Column{{colName, OIDText}}
+	st.Columns = []pgtypes.Column{{Name: colName, OID: pgtypes.OIDText}}
 	st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
 		cur, ok := s.set.byName[lname]
 		if !ok {

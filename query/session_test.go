@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"github.com/cellardb/cellar/query/pgtypes"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func TestSessionDataDriven(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "params: %v\n", st.Params)
 				for _, c := range st.Columns {
-					fmt.Fprintf(&b, "column %s %s\n", c.Name, TypeName(c.OID))
+					fmt.Fprintf(&b, "column %s %s\n", c.Name, pgtypes.TypeName(c.OID))
 				}
 			default:
 				t.Fatalf("unknown command %s", d.Cmd)
@@ -89,7 +90,7 @@ func writeResult(b *strings.Builder, res *Result) {
 	if res.Columns != nil {
 		var names []string
 		for _, c := range res.Columns {
-			names = append(names, c.Name+" "+TypeName(c.OID))
+			names = append(names, c.Name+" "+pgtypes.TypeName(c.OID))
 		}
 		fmt.Fprintf(b, "columns: %s\n", strings.Join(names, ", "))
 		for _, r := range res.Rows {
@@ -98,7 +99,7 @@ func writeResult(b *strings.Builder, res *Result) {
 				if v == nil {
 					vals = append(vals, "NULL")
 				} else {
-					vals = append(vals, FormatText(res.Columns[i].OID, v))
+					vals = append(vals, pgtypes.FormatText(res.Columns[i].OID, v))
 				}
 			}
 			fmt.Fprintf(b, "row: %s\n", strings.Join(vals, " | "))

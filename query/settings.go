@@ -1,6 +1,8 @@
 package query
 
 import (
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +18,7 @@ type setting struct {
 	value    string
 	report   bool
 	readOnly bool
-	check    func(string) (string, *Error) // canonicalizes a new value
+	check    func(string) (string, *sqlstate.Error) // canonicalizes a new value
 	desc     string
 }
 
@@ -63,45 +65,45 @@ func defaultSettings(user string, superuser bool) []setting {
 	}
 }
 
-func onlyValue(want string) func(string) (string, *Error) {
-	return func(v string) (string, *Error) {
+func onlyValue(want string) func(string) (string, *sqlstate.Error) {
+	return func(v string) (string, *sqlstate.Error) {
 		if !strings.EqualFold(v, want) {
-			return "", Errorf(CodeFeatureNotSupported, "cellar supports only %q here, not %q", want, v)
+			return "", sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cellar supports only %q here, not %q", want, v)
 		}
 		return want, nil
 	}
 }
 
-func checkEncoding(v string) (string, *Error) {
+func checkEncoding(v string) (string, *sqlstate.Error) {
 	switch strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(v, "-", ""), "_", "")) {
 	case "UTF8", "UNICODE":
 		return "UTF8", nil
 	}
-	return "", Errorf(CodeFeatureNotSupported, "cellar speaks only UTF8, not client_encoding %q", v)
+	return "", sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cellar speaks only UTF8, not client_encoding %q", v)
 }
 
-func checkDateStyle(v string) (string, *Error) {
+func checkDateStyle(v string) (string, *sqlstate.Error) {
 	up := strings.ToUpper(v)
 	if !strings.Contains(up, "ISO") && strings.TrimSpace(up) != "" && !strings.Contains(up, "MDY") && !strings.Contains(up, "DMY") && !strings.Contains(up, "YMD") {
-		return "", Errorf(CodeFeatureNotSupported, "cellar writes dates in ISO style only, not DateStyle %q", v)
+		return "", sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cellar writes dates in ISO style only, not DateStyle %q", v)
 	}
 	return "ISO, MDY", nil
 }
 
-func checkTimeZone(v string) (string, *Error) {
+func checkTimeZone(v string) (string, *sqlstate.Error) {
 	if strings.EqualFold(v, "utc") || v == "Z" || strings.EqualFold(v, "gmt") || v == "0" || v == "+00" || v == "00:00" {
 		return "UTC", nil
 	}
 	if _, err := time.LoadLocation(v); err != nil {
-		return "", Errorf(CodeInvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", v)
+		return "", sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", v)
 	}
 	return v, nil
 }
 
-func checkBool(v string) (string, *Error) {
-	b, err := ParseText(OIDBool, v)
+func checkBool(v string) (string, *sqlstate.Error) {
+	b, err := pgtypes.ParseText(pgtypes.OIDBool, v)
 	if err != nil {
-		return "", Errorf(CodeInvalidParameterValue, "parameter requires a Boolean value, not %q", v)
+		return "", sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "parameter requires a Boolean value, not %q", v)
 	}
 	if b.(bool) {
 		return "on", nil
@@ -109,18 +111,18 @@ func checkBool(v string) (string, *Error) {
 	return "off", nil
 }
 
-func checkInt(v string) (string, *Error) {
+func checkInt(v string) (string, *sqlstate.Error) {
 	if _, err := strconv.Atoi(strings.TrimSpace(v)); err != nil {
-		return "", Errorf(CodeInvalidParameterValue, "invalid value %q: an integer is required", v)
+		return "", sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "invalid value %q: an integer is required", v)
 	}
 	return strings.TrimSpace(v), nil
 }
 
 // checkDuration accepts milliseconds or a number with a unit, as
 // PostgreSQL's time settings do, and keeps PostgreSQL's spelling.
-func checkDuration(v string) (string, *Error) {
+func checkDuration(v string) (string, *sqlstate.Error) {
 	if _, err := ParseDuration(v); err != nil {
-		return "", Errorf(CodeInvalidParameterValue, "invalid value for a time setting: %q", v)
+		return "", sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "invalid value for a time setting: %q", v)
 	}
 	return strings.TrimSpace(v), nil
 }

@@ -1,4 +1,4 @@
-package query
+package pgtypes
 
 import (
 	"encoding/hex"

@@ -1,4 +1,6 @@
-package query
+// Package sqlstate is the error a client sees: a SQLSTATE code with
+// PostgreSQL's fields (severity, message, detail, hint, position).
+package sqlstate
 
 import (
 	"errors"

@@ -1,8 +1,11 @@
-package query
+// Package pgtypes is how cellar's SQL layer holds PostgreSQL values: the
+// type OIDs it exposes, the Go value of each type, and the text forms.
+package pgtypes
 
 import (
 	"encoding/hex"
 	"fmt"
+	"github.com/cellardb/cellar/query/sqlstate"
 	"math"
 	"math/big"
 	"strconv"
@@ -57,7 +60,7 @@ type Column struct {
 
 // typeNames maps PostgreSQL type names (as casts and pg_catalog spell
 // them) to OIDs.
-var typeNames = map[string]uint32{
+var TypeNames = map[string]uint32{
 	"bool": OIDBool, "boolean": OIDBool,
 	"bytea": OIDBytea, "name": OIDName,
 	"int8": OIDInt8, "bigint": OIDInt8, "int2": OIDInt2, "smallint": OIDInt2,
@@ -123,7 +126,7 @@ func Supported(oid uint32) bool {
 // sends a parameter or a cast converts a string.
 func ParseText(oid uint32, s string) (any, error) {
 	bad := func(err error) error {
-		return Errorf(CodeInvalidTextRepresent, "invalid input syntax for type %s: %q", TypeName(oid), s)
+		return sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type %s: %q", TypeName(oid), s)
 	}
 	switch oid {
 	case OIDBool:
@@ -139,7 +142,7 @@ func ParseText(oid uint32, s string) (any, error) {
 		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, bits)
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-				return nil, Errorf(CodeNumericOutOfRange, "value %q is out of range for type %s", s, TypeName(oid))
+				return nil, sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "value %q is out of range for type %s", s, TypeName(oid))
 			}
 			return nil, bad(err)
 		}
@@ -204,7 +207,7 @@ func ParseText(oid uint32, s string) (any, error) {
 		}
 		return nil, bad(nil)
 	}
-	return nil, Errorf(CodeFeatureNotSupported, "type %s is not supported", TypeName(oid))
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "type %s is not supported", TypeName(oid))
 }
 
 // ParseNumeric checks and canonicalizes a decimal number.
