@@ -68,11 +68,14 @@ func FromCreate(stmt *ast.CreateTableStmt, opts []pglex.Option) (*Created, error
 		}
 		if f, ok := families[name]; ok {
 			if explicit {
-				f.DefaultType = typ
+				f.DefaultType, f.Open = typ, true
 			}
 			return nil
 		}
-		families[name] = &Family{Name: name, DefaultType: typ}
+		if name == KeyColumn {
+			return errorf(codeInvalidDefinition, "a family cannot be named %q", KeyColumn)
+		}
+		families[name] = &Family{Name: name, DefaultType: typ, Open: explicit}
 		familyOrder = append(familyOrder, name)
 		return nil
 	}

@@ -48,7 +48,7 @@ func TestCreate(t *testing.T) {
 			b.WriteString("\n")
 		}
 		for _, f := range c.Table.Families {
-			fmt.Fprintf(&b, "family %s of %s\n", f.Name, f.DefaultType)
+			fmt.Fprintf(&b, "family %s of %s open=%v\n", f.Name, f.DefaultType, f.Open)
 		}
 		s := c.Schema
 		s.Meta = nil

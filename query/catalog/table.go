@@ -55,6 +55,10 @@ type Family struct {
 	Name string `json:"name"`
 	// DefaultType is the type of the family's undeclared qualifiers.
 	DefaultType model.ValueType `json:"default_type"`
+	// Open: declared as "family:" (or a native table's family), so any
+	// qualifier may be written, and SELECT * shows the undeclared ones
+	// as one JSONB column named after the family.
+	Open bool `json:"open,omitempty"`
 }
 
 // Table is a table as SQL sees it.
@@ -86,6 +90,20 @@ func (t *Table) RawKey() bool {
 	return len(k) == 1 && (k[0].Type == model.TypeText || k[0].Type == model.TypeBytea)
 }
 
+// Visible returns the columns SQL shows, in order: the key columns, the
+// declared columns, and one JSONB column per open family (named after the
+// family, with Family set and Qualifier empty) holding its undeclared
+// qualifiers. SELECT * and the emulated catalog list these.
+func (t *Table) Visible() []Column {
+	out := append([]Column(nil), t.Columns...)
+	for _, f := range t.Families {
+		if f.Open {
+			out = append(out, Column{Name: f.Name, Family: f.Name, Type: model.TypeJSONB})
+		}
+	}
+	return out
+}
+
 // Column looks a column up by its SQL name.
 func (t *Table) Column(name string) (Column, bool) {
 	for _, c := range t.Columns {
@@ -95,7 +113,7 @@ func (t *Table) Column(name string) (Column, bool) {
 	}
 	if fam, qual, ok := strings.Cut(name, ":"); ok && !t.Plain {
 		for _, f := range t.Families {
-			if f.Name == fam && qual != "" {
+			if f.Name == fam && qual != "" && f.Open {
 				return Column{Name: name, Family: fam, Qualifier: qual, Type: f.DefaultType}, true
 			}
 		}
@@ -129,7 +147,7 @@ func FromSchema(name string, s model.Schema) (*Table, error) {
 	t := &Table{Name: name, Columns: []Column{{Name: KeyColumn, Type: model.TypeBytea, Key: true, NotNull: true}}}
 	for _, f := range s.Families {
 		if f.Name != MarkerFamily {
-			t.Families = append(t.Families, Family{Name: f.Name, DefaultType: model.TypeBytea})
+			t.Families = append(t.Families, Family{Name: f.Name, DefaultType: model.TypeBytea, Open: true})
 		}
 	}
 	return t, nil
