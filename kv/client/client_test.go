@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
@@ -219,6 +221,25 @@ func TestOperationsAcrossTablets(t *testing.T) {
 	cells, err := cl.c.ReadModifyWrite(c, "t", []byte("n"), []client.ReadModifyWriteRule{{Family: "f", Qualifier: []byte("n"), Increment: 7}})
 	if err != nil || binary.BigEndian.Uint64(cells[0].Value) != 7 {
 		t.Fatalf("ReadModifyWrite: %v %v", cells, err)
+	}
+	// CompareAndMutate: a stale expect fails, the current one swaps.
+	seven := binary.BigEndian.AppendUint64(nil, 7)
+	for _, tc := range []struct {
+		ex   []model.Expect
+		want bool
+	}{
+		{[]model.Expect{{Family: "f", Qualifier: []byte("n"), Value: []byte("old")}}, false},
+		{[]model.Expect{{Family: "f", Qualifier: []byte("n"), Absent: true}}, false},
+		{[]model.Expect{{Family: "f", Qualifier: []byte("n"), Value: seven}, {Family: "f", Qualifier: []byte("m"), Absent: true}}, true},
+	} {
+		ok, err := cl.c.CompareAndMutate(c, "t", []byte("n"), client.Filter{}, tc.ex,
+			[]model.Mutation{model.SetCell("f", []byte("m"), -1, []byte("x"))}, nil)
+		if err != nil || ok != tc.want {
+			t.Fatalf("CompareAndMutate(%v) = %v %v, want %v", tc.ex, ok, err, tc.want)
+		}
+	}
+	if _, err := cl.c.CompareAndMutate(c, "t", []byte("n"), client.Filter{Families: []string{"f"}}, []model.Expect{{Family: "f", Absent: true}}, nil, nil); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("expects with a family filter: %v", err)
 	}
 	ok, err := cl.c.CheckAndMutate(c, "t", []byte("n"), client.Filter{QualifierRegex: "n"},
 		[]model.Mutation{model.DeleteRow()}, nil)

@@ -203,7 +203,17 @@ func (c *Client) ReadModifyWrite(ctx context.Context, table string, row []byte, 
 // CheckAndMutate applies ifTrue if the predicate leaves any cell of the
 // row, else ifFalse, atomically, and reports which.
 func (c *Client) CheckAndMutate(ctx context.Context, table string, row []byte, predicate Filter, ifTrue, ifFalse []model.Mutation) (bool, error) {
+	return c.CompareAndMutate(ctx, table, row, predicate, nil, ifTrue, ifFalse)
+}
+
+// CompareAndMutate is CheckAndMutate whose predicate also needs every
+// expect to hold: a compare-and-swap on several columns. With expects,
+// the predicate may use only its regular expressions.
+func (c *Client) CompareAndMutate(ctx context.Context, table string, row []byte, predicate Filter, expects []model.Expect, ifTrue, ifFalse []model.Mutation) (bool, error) {
 	req := &pb.CheckAndMutateRequest{Table: table, Row: row, Predicate: predicate.proto()}
+	for _, e := range expects {
+		req.Expects = append(req.Expects, &pb.Expect{Family: e.Family, Qualifier: e.Qualifier, Value: e.Value, Absent: e.Absent})
+	}
 	if len(ifTrue) > 0 {
 		req.TrueMutations = mutationsProto(ifTrue)
 	}

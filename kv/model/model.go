@@ -41,6 +41,34 @@ type Cell struct {
 	Value     []byte
 }
 
+// Expect is a condition on the newest version of one column of a row: it
+// holds Value, or, if Absent, the column has no cell. A check-and-mutate
+// with expects is a compare-and-swap on several columns.
+type Expect struct {
+	Family    string
+	Qualifier []byte
+	Value     []byte
+	Absent    bool
+}
+
+// ExpectsHold reports whether every expect holds for a row's cells (in
+// internal key order, so a column's first cell is its newest).
+func ExpectsHold(cells []Cell, ex []Expect) bool {
+	for _, e := range ex {
+		var newest *Cell
+		for i := range cells {
+			if cells[i].Family == e.Family && bytes.Equal(cells[i].Qualifier, e.Qualifier) {
+				newest = &cells[i]
+				break
+			}
+		}
+		if e.Absent != (newest == nil) || (newest != nil && !bytes.Equal(newest.Value, e.Value)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Row is a row key with its cells, in internal key order: family, then
 // qualifier, then timestamp descending.
 type Row struct {

@@ -1028,8 +1028,11 @@ type CheckAndMutateRequest struct {
 	Predicate      *Filter     `protobuf:"bytes,3,opt,name=predicate,proto3" json:"predicate,omitempty"`
 	TrueMutations  []*Mutation `protobuf:"bytes,4,rep,name=true_mutations,json=trueMutations,proto3" json:"true_mutations,omitempty"`
 	FalseMutations []*Mutation `protobuf:"bytes,5,rep,name=false_mutations,json=falseMutations,proto3" json:"false_mutations,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// expects must all hold too (a compare-and-swap on several columns).
+	// With expects, the predicate may use only the regular expressions.
+	Expects       []*Expect `protobuf:"bytes,6,rep,name=expects,proto3" json:"expects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckAndMutateRequest) Reset() {
@@ -1097,6 +1100,83 @@ func (x *CheckAndMutateRequest) GetFalseMutations() []*Mutation {
 	return nil
 }
 
+func (x *CheckAndMutateRequest) GetExpects() []*Expect {
+	if x != nil {
+		return x.Expects
+	}
+	return nil
+}
+
+// Expect is a condition on the newest version of one column: it holds
+// the value, or the column has no cell (absent).
+type Expect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Family        string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier     []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Absent        bool                   `protobuf:"varint,4,opt,name=absent,proto3" json:"absent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Expect) Reset() {
+	*x = Expect{}
+	mi := &file_tablet_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Expect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Expect) ProtoMessage() {}
+
+func (x *Expect) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Expect.ProtoReflect.Descriptor instead.
+func (*Expect) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Expect) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *Expect) GetQualifier() []byte {
+	if x != nil {
+		return x.Qualifier
+	}
+	return nil
+}
+
+func (x *Expect) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Expect) GetAbsent() bool {
+	if x != nil {
+		return x.Absent
+	}
+	return false
+}
+
 type CheckAndMutateResponse struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	PredicateMatched bool                   `protobuf:"varint,1,opt,name=predicate_matched,json=predicateMatched,proto3" json:"predicate_matched,omitempty"`
@@ -1106,7 +1186,7 @@ type CheckAndMutateResponse struct {
 
 func (x *CheckAndMutateResponse) Reset() {
 	*x = CheckAndMutateResponse{}
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1198,7 @@ func (x *CheckAndMutateResponse) String() string {
 func (*CheckAndMutateResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1211,7 @@ func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{18}
+	return file_tablet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckAndMutateResponse) GetPredicateMatched() bool {
@@ -1150,7 +1230,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1242,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1255,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{19}
+	return file_tablet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SampleRowKeysRequest) GetTable() string {
@@ -1194,7 +1274,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1286,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1299,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{20}
+	return file_tablet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -1237,7 +1317,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1329,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1342,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{21}
+	return file_tablet_proto_rawDescGZIP(), []int{22}
 }
 
 type TabletInfo struct {
@@ -1277,7 +1357,7 @@ type TabletInfo struct {
 
 func (x *TabletInfo) Reset() {
 	*x = TabletInfo{}
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1369,7 @@ func (x *TabletInfo) String() string {
 func (*TabletInfo) ProtoMessage() {}
 
 func (x *TabletInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1382,7 @@ func (x *TabletInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletInfo.ProtoReflect.Descriptor instead.
 func (*TabletInfo) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{22}
+	return file_tablet_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TabletInfo) GetId() uint64 {
@@ -1346,7 +1426,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1438,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1451,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{23}
+	return file_tablet_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListTabletsResponse) GetServer() string {
@@ -1408,7 +1488,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1500,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1513,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{24}
+	return file_tablet_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateTableRequest) GetTable() string {
@@ -1466,7 +1546,7 @@ type CreateTableResponse struct {
 
 func (x *CreateTableResponse) Reset() {
 	*x = CreateTableResponse{}
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1558,7 @@ func (x *CreateTableResponse) String() string {
 func (*CreateTableResponse) ProtoMessage() {}
 
 func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1571,7 @@ func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableResponse.ProtoReflect.Descriptor instead.
 func (*CreateTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{25}
+	return file_tablet_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateTableResponse) GetTablets() []*TabletInfo {
@@ -1518,7 +1598,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1610,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1623,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{26}
+	return file_tablet_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LoadTabletRequest) GetSchema() []byte {
@@ -1583,7 +1663,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1675,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1688,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{27}
+	return file_tablet_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LoadTabletResponse) GetTablet() *TabletInfo {
@@ -1628,7 +1708,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1720,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1733,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{28}
+	return file_tablet_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UnloadTabletRequest) GetTable() string {
@@ -1678,7 +1758,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1770,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1783,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{29}
+	return file_tablet_proto_rawDescGZIP(), []int{30}
 }
 
 type PartitionLogRequest struct {
@@ -1719,7 +1799,7 @@ type PartitionLogRequest struct {
 
 func (x *PartitionLogRequest) Reset() {
 	*x = PartitionLogRequest{}
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1811,7 @@ func (x *PartitionLogRequest) String() string {
 func (*PartitionLogRequest) ProtoMessage() {}
 
 func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1824,7 @@ func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogRequest.ProtoReflect.Descriptor instead.
 func (*PartitionLogRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{30}
+	return file_tablet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PartitionLogRequest) GetServer() string {
@@ -1772,7 +1852,7 @@ type PartitionLogResponse struct {
 
 func (x *PartitionLogResponse) Reset() {
 	*x = PartitionLogResponse{}
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1864,7 @@ func (x *PartitionLogResponse) String() string {
 func (*PartitionLogResponse) ProtoMessage() {}
 
 func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1877,7 @@ func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogResponse.ProtoReflect.Descriptor instead.
 func (*PartitionLogResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{31}
+	return file_tablet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PartitionLogResponse) GetDir() string {
@@ -1825,7 +1905,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1917,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1930,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{32}
+	return file_tablet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -1883,7 +1963,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +1975,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +1988,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{33}
+	return file_tablet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -1927,7 +2007,7 @@ type DropTableRequest struct {
 
 func (x *DropTableRequest) Reset() {
 	*x = DropTableRequest{}
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2019,7 @@ func (x *DropTableRequest) String() string {
 func (*DropTableRequest) ProtoMessage() {}
 
 func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2032,7 @@ func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableRequest.ProtoReflect.Descriptor instead.
 func (*DropTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{34}
+	return file_tablet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DropTableRequest) GetTable() string {
@@ -1970,7 +2050,7 @@ type DropTableResponse struct {
 
 func (x *DropTableResponse) Reset() {
 	*x = DropTableResponse{}
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2062,7 @@ func (x *DropTableResponse) String() string {
 func (*DropTableResponse) ProtoMessage() {}
 
 func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2075,7 @@ func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableResponse.ProtoReflect.Descriptor instead.
 func (*DropTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{35}
+	return file_tablet_proto_rawDescGZIP(), []int{36}
 }
 
 type UpdateSchemaRequest struct {
@@ -2008,7 +2088,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2100,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2113,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{36}
+	return file_tablet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateSchemaRequest) GetTable() string {
@@ -2058,7 +2138,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2070,7 +2150,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2083,7 +2163,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{37}
+	return file_tablet_proto_rawDescGZIP(), []int{38}
 }
 
 type ListFilesRequest struct {
@@ -2094,7 +2174,7 @@ type ListFilesRequest struct {
 
 func (x *ListFilesRequest) Reset() {
 	*x = ListFilesRequest{}
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2106,7 +2186,7 @@ func (x *ListFilesRequest) String() string {
 func (*ListFilesRequest) ProtoMessage() {}
 
 func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2119,7 +2199,7 @@ func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListFilesRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{38}
+	return file_tablet_proto_rawDescGZIP(), []int{39}
 }
 
 type ListFilesResponse struct {
@@ -2131,7 +2211,7 @@ type ListFilesResponse struct {
 
 func (x *ListFilesResponse) Reset() {
 	*x = ListFilesResponse{}
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2223,7 @@ func (x *ListFilesResponse) String() string {
 func (*ListFilesResponse) ProtoMessage() {}
 
 func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2236,7 @@ func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListFilesResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{39}
+	return file_tablet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListFilesResponse) GetPaths() []string {
@@ -2179,7 +2259,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2191,7 +2271,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2326,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2338,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2384,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2396,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2427,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2439,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2465,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2477,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2522,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2454,7 +2534,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2615,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2627,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2640,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{20, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{21, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -2666,13 +2746,19 @@ const file_tablet_proto_rawDesc = "" +
 	"\tincrement\x18\x04 \x01(\x03H\x00R\tincrementB\x06\n" +
 	"\x04rule\"D\n" +
 	"\x17ReadModifyWriteResponse\x12)\n" +
-	"\x05cells\x18\x01 \x03(\v2\x13.cellar.tablet.CellR\x05cells\"\xf6\x01\n" +
+	"\x05cells\x18\x01 \x03(\v2\x13.cellar.tablet.CellR\x05cells\"\xa7\x02\n" +
 	"\x15CheckAndMutateRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03row\x18\x02 \x01(\fR\x03row\x123\n" +
 	"\tpredicate\x18\x03 \x01(\v2\x15.cellar.tablet.FilterR\tpredicate\x12>\n" +
 	"\x0etrue_mutations\x18\x04 \x03(\v2\x17.cellar.tablet.MutationR\rtrueMutations\x12@\n" +
-	"\x0ffalse_mutations\x18\x05 \x03(\v2\x17.cellar.tablet.MutationR\x0efalseMutations\"E\n" +
+	"\x0ffalse_mutations\x18\x05 \x03(\v2\x17.cellar.tablet.MutationR\x0efalseMutations\x12/\n" +
+	"\aexpects\x18\x06 \x03(\v2\x15.cellar.tablet.ExpectR\aexpects\"l\n" +
+	"\x06Expect\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
+	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x16\n" +
+	"\x06absent\x18\x04 \x01(\bR\x06absent\"E\n" +
 	"\x16CheckAndMutateResponse\x12+\n" +
 	"\x11predicate_matched\x18\x01 \x01(\bR\x10predicateMatched\",\n" +
 	"\x14SampleRowKeysRequest\x12\x14\n" +
@@ -2771,7 +2857,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 	return file_tablet_proto_rawDescData
 }
 
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_tablet_proto_goTypes = []any{
 	(*Cell)(nil),                         // 0: cellar.tablet.Cell
 	(*Row)(nil),                          // 1: cellar.tablet.Row
@@ -2791,103 +2877,105 @@ var file_tablet_proto_goTypes = []any{
 	(*ReadModifyWriteRequest)(nil),       // 15: cellar.tablet.ReadModifyWriteRequest
 	(*ReadModifyWriteResponse)(nil),      // 16: cellar.tablet.ReadModifyWriteResponse
 	(*CheckAndMutateRequest)(nil),        // 17: cellar.tablet.CheckAndMutateRequest
-	(*CheckAndMutateResponse)(nil),       // 18: cellar.tablet.CheckAndMutateResponse
-	(*SampleRowKeysRequest)(nil),         // 19: cellar.tablet.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 20: cellar.tablet.SampleRowKeysResponse
-	(*ListTabletsRequest)(nil),           // 21: cellar.tablet.ListTabletsRequest
-	(*TabletInfo)(nil),                   // 22: cellar.tablet.TabletInfo
-	(*ListTabletsResponse)(nil),          // 23: cellar.tablet.ListTabletsResponse
-	(*CreateTableRequest)(nil),           // 24: cellar.tablet.CreateTableRequest
-	(*CreateTableResponse)(nil),          // 25: cellar.tablet.CreateTableResponse
-	(*LoadTabletRequest)(nil),            // 26: cellar.tablet.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 27: cellar.tablet.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 28: cellar.tablet.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 29: cellar.tablet.UnloadTabletResponse
-	(*PartitionLogRequest)(nil),          // 30: cellar.tablet.PartitionLogRequest
-	(*PartitionLogResponse)(nil),         // 31: cellar.tablet.PartitionLogResponse
-	(*MergeTabletsRequest)(nil),          // 32: cellar.tablet.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),         // 33: cellar.tablet.MergeTabletsResponse
-	(*DropTableRequest)(nil),             // 34: cellar.tablet.DropTableRequest
-	(*DropTableResponse)(nil),            // 35: cellar.tablet.DropTableResponse
-	(*UpdateSchemaRequest)(nil),          // 36: cellar.tablet.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 37: cellar.tablet.UpdateSchemaResponse
-	(*ListFilesRequest)(nil),             // 38: cellar.tablet.ListFilesRequest
-	(*ListFilesResponse)(nil),            // 39: cellar.tablet.ListFilesResponse
-	(*Mutation_SetCell)(nil),             // 40: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 41: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 42: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 43: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 44: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 45: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 46: cellar.tablet.SampleRowKeysResponse.Sample
-	nil,                                  // 47: cellar.tablet.PartitionLogRequest.RedoEntry
+	(*Expect)(nil),                       // 18: cellar.tablet.Expect
+	(*CheckAndMutateResponse)(nil),       // 19: cellar.tablet.CheckAndMutateResponse
+	(*SampleRowKeysRequest)(nil),         // 20: cellar.tablet.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 21: cellar.tablet.SampleRowKeysResponse
+	(*ListTabletsRequest)(nil),           // 22: cellar.tablet.ListTabletsRequest
+	(*TabletInfo)(nil),                   // 23: cellar.tablet.TabletInfo
+	(*ListTabletsResponse)(nil),          // 24: cellar.tablet.ListTabletsResponse
+	(*CreateTableRequest)(nil),           // 25: cellar.tablet.CreateTableRequest
+	(*CreateTableResponse)(nil),          // 26: cellar.tablet.CreateTableResponse
+	(*LoadTabletRequest)(nil),            // 27: cellar.tablet.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 28: cellar.tablet.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 29: cellar.tablet.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 30: cellar.tablet.UnloadTabletResponse
+	(*PartitionLogRequest)(nil),          // 31: cellar.tablet.PartitionLogRequest
+	(*PartitionLogResponse)(nil),         // 32: cellar.tablet.PartitionLogResponse
+	(*MergeTabletsRequest)(nil),          // 33: cellar.tablet.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 34: cellar.tablet.MergeTabletsResponse
+	(*DropTableRequest)(nil),             // 35: cellar.tablet.DropTableRequest
+	(*DropTableResponse)(nil),            // 36: cellar.tablet.DropTableResponse
+	(*UpdateSchemaRequest)(nil),          // 37: cellar.tablet.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 38: cellar.tablet.UpdateSchemaResponse
+	(*ListFilesRequest)(nil),             // 39: cellar.tablet.ListFilesRequest
+	(*ListFilesResponse)(nil),            // 40: cellar.tablet.ListFilesResponse
+	(*Mutation_SetCell)(nil),             // 41: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 42: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 43: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 44: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 45: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 46: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 47: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 48: cellar.tablet.PartitionLogRequest.RedoEntry
 }
 var file_tablet_proto_depIdxs = []int32{
 	0,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
 	3,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
-	40, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	41, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	42, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	43, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	41, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	42, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	43, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	44, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
 	4,  // 6: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 7: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
 	2,  // 8: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
 	4,  // 9: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
 	1,  // 10: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
 	5,  // 11: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	44, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	45, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
 	13, // 13: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	45, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	46, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
 	0,  // 15: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
 	4,  // 16: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
 	5,  // 17: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
 	5,  // 18: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
-	46, // 19: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
-	2,  // 20: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
-	22, // 21: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	22, // 22: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	22, // 23: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	47, // 24: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
-	22, // 25: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	3,  // 26: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	5,  // 27: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	6,  // 28: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	8,  // 29: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	10, // 30: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	12, // 31: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	15, // 32: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	17, // 33: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	19, // 34: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	21, // 35: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	24, // 36: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
-	26, // 37: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
-	28, // 38: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
-	30, // 39: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
-	32, // 40: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
-	34, // 41: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
-	36, // 42: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
-	38, // 43: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
-	7,  // 44: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	9,  // 45: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	11, // 46: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	14, // 47: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	16, // 48: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	18, // 49: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	20, // 50: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	23, // 51: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	25, // 52: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	27, // 53: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
-	29, // 54: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
-	31, // 55: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
-	33, // 56: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
-	35, // 57: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
-	37, // 58: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
-	39, // 59: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
-	44, // [44:60] is the sub-list for method output_type
-	28, // [28:44] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	18, // 19: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
+	47, // 20: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	2,  // 21: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
+	23, // 22: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	23, // 23: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	23, // 24: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	48, // 25: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	23, // 26: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	3,  // 27: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	5,  // 28: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	6,  // 29: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	8,  // 30: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	10, // 31: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	12, // 32: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	15, // 33: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	17, // 34: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	20, // 35: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	22, // 36: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	25, // 37: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	27, // 38: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
+	29, // 39: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
+	31, // 40: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
+	33, // 41: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
+	35, // 42: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
+	37, // 43: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
+	39, // 44: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
+	7,  // 45: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	9,  // 46: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	11, // 47: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	14, // 48: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	16, // 49: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	19, // 50: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	21, // 51: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	24, // 52: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	26, // 53: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	28, // 54: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	30, // 55: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	32, // 56: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	34, // 57: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	36, // 58: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	38, // 59: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	40, // 60: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
+	45, // [45:61] is the sub-list for method output_type
+	29, // [29:45] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -2901,7 +2989,7 @@ func file_tablet_proto_init() {
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[45].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[46].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -2911,7 +2999,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

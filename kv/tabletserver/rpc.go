@@ -398,8 +398,17 @@ func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateReque
 			return nil, err
 		}
 	}
+	var expects []model.Expect
+	if len(req.Expects) > 0 {
+		if len(f.read.Families) > 0 || f.read.MaxVersions > 0 || f.read.TimeRange != (model.TimeRange{}) {
+			return nil, invalid("a predicate with expects may use only regular expressions")
+		}
+		for _, e := range req.Expects {
+			expects = append(expects, model.Expect{Family: e.Family, Qualifier: e.Qualifier, Value: e.Value, Absent: e.Absent})
+		}
+	}
 	matched, err := s.opts.Store.CheckAndMutate(ctx, req.Table, req.Row, f.read,
-		func(cells []model.Cell) bool { return len(f.cells(cells)) > 0 }, ifTrue, ifFalse)
+		func(cells []model.Cell) bool { return len(f.cells(cells)) > 0 && model.ExpectsHold(cells, expects) }, ifTrue, ifFalse)
 	if err != nil {
 		return nil, toStatus(err)
 	}
