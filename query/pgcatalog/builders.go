@@ -95,17 +95,26 @@ func pgClass(s *snapshot, d *relDef) [][]any {
 		case c.kind == 'i':
 			kv = append(kv, "relam", 403, "relfilenode", c.oid, "relpages", 1, "reltuples", float64(0))
 		case c.kind == 'r':
-			kv = append(kv, "relam", 2, "relisshared", sharedCatalogs[c.name], "relminmxid", 1)
+			kv = append(kv, "relam", 2, "relisshared", sharedCatalogs[c.name], "relminmxid", 1, "relacl", catalogACL(s.user))
+		case c.kind == 'v':
+			kv = append(kv, "relhasrules", true, "relacl", catalogACL(s.user))
 		}
 		rows = append(rows, s.row(d, kv...))
 	}
 	return rows
 }
 
+// catalogACL is the privileges on a catalog relation: its owner has
+// all, everyone may read.
+func catalogACL(owner string) pgeval.Array {
+	return textArray(oidAclitem, owner+"=arwdDxt/"+owner, "=r/"+owner)
+}
+
 // systemColumns are the system columns of every table, attnum -6 to -1.
 var systemColumns = []colDef{
-	{name: "tableoid", typ: oidOid}, {name: "cmax", typ: oidCid}, {name: "xmax", typ: oidXid},
-	{name: "cmin", typ: oidCid}, {name: "xmin", typ: oidXid}, {name: "ctid", typ: oidTid},
+	{name: "tableoid", typ: oidOid, typmod: -1}, {name: "cmax", typ: oidCid, typmod: -1},
+	{name: "xmax", typ: oidXid, typmod: -1}, {name: "cmin", typ: oidCid, typmod: -1},
+	{name: "xmin", typ: oidXid, typmod: -1}, {name: "ctid", typ: oidTid, typmod: -1},
 }
 
 func pgAttribute(s *snapshot, d *relDef) [][]any {

@@ -371,3 +371,43 @@ func TestSession(t *testing.T) {
 		t.Errorf("pg_enum: %v", e)
 	}
 }
+
+func TestLookups(t *testing.T) {
+	src := sampleSource()
+	if oid, ok := src.ClassOID("public", "orders"); !ok || oid != TableOID("orders") {
+		t.Errorf("ClassOID orders: %d %v", oid, ok)
+	}
+	if oid, ok := src.ClassOID("", "pg_class"); !ok || oid != 1259 {
+		t.Errorf("ClassOID pg_class: %d %v", oid, ok)
+	}
+	if oid, ok := src.ClassOID("information_schema", "tables"); !ok || oid < 13000 {
+		t.Errorf("ClassOID information_schema.tables: %d %v", oid, ok)
+	}
+	if _, ok := src.ClassOID("", "tables"); ok {
+		t.Error(`ClassOID "tables" found information_schema's`)
+	}
+	if s, n, k, ok := src.Class(IndexOID("orders")); !ok || s != "public" || n != "orders_pkey" || k != 'i' {
+		t.Errorf("Class: %s %s %c %v", s, n, k, ok)
+	}
+	if n, _ := src.RegclassName(1259); n != "pg_class" {
+		t.Errorf("RegclassName 1259: %s", n)
+	}
+	if def, ok := src.IndexDefinition(IndexOID("orders"), 0); !ok || def != "CREATE UNIQUE INDEX orders_pkey ON public.orders USING btree (tenant, id)" {
+		t.Errorf("IndexDefinition: %q", def)
+	}
+	if def, _ := src.IndexDefinition(IndexOID("orders"), 2); def != "id" {
+		t.Errorf("IndexDefinition column 2: %q", def)
+	}
+	if def, ok := src.ConstraintDefinition(ConstraintOID("orders")); !ok || def != "PRIMARY KEY (tenant, id)" {
+		t.Errorf("ConstraintDefinition: %q", def)
+	}
+	if oid, ok := src.TypeOID("int4"); !ok || oid != 23 {
+		t.Errorf("TypeOID int4: %d", oid)
+	}
+	if n, ok := ProcName(2400); !ok || n != "array_recv" {
+		t.Errorf("ProcName 2400: %s", n)
+	}
+	if oid, ok := ProcOID("array_in"); !ok || oid != 750 {
+		t.Errorf("ProcOID array_in: %d", oid)
+	}
+}

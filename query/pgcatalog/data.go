@@ -105,7 +105,7 @@ func (d *relDef) nsOID() uint32 {
 type typeInfo struct {
 	oid, namespace, relid, elem, array, basetype, collation uint32
 	name                                                    string
-	len                                                     int64
+	len, typmod                                             int64
 	byval                                                   bool
 	typtype, category, align, storage                       string
 }
@@ -248,7 +248,7 @@ func load() (*builtin, error) {
 			namespace: uint32(get(row, "typnamespace").(int64)), relid: uint32(get(row, "typrelid").(int64)),
 			elem: uint32(get(row, "typelem").(int64)), array: uint32(get(row, "typarray").(int64)),
 			basetype: uint32(get(row, "typbasetype").(int64)), collation: uint32(get(row, "typcollation").(int64)),
-			len: get(row, "typlen").(int64), byval: get(row, "typbyval").(bool),
+			len: get(row, "typlen").(int64), typmod: get(row, "typtypmod").(int64), byval: get(row, "typbyval").(bool),
 			typtype: get(row, "typtype").(string), category: get(row, "typcategory").(string),
 			align: get(row, "typalign").(string), storage: get(row, "typstorage").(string),
 		}

@@ -107,14 +107,14 @@ func isColumns(s *snapshot, d *relDef) [][]any {
 		}
 		for i, col := range c.cols {
 			num := int64(i + 1)
-			typ := col.typ
+			typ, typmod := col.typ, col.typmod
 			kv := []any{"table_catalog", s.db, "table_schema", c.schema(), "table_name", c.name, "column_name", col.name,
 				"ordinal_position", num, "is_nullable", yesNo(!col.notNull), "dtd_identifier", itoa(num),
 				"is_self_referencing", "NO", "is_identity", "NO", "identity_cycle", "NO", "is_generated", "NEVER",
 				"is_updatable", yesNo(c.kind == 'r')}
 			if t, ok := data.types[typ]; ok && t.typtype == "d" {
 				kv = append(kv, "domain_catalog", s.db, "domain_schema", nsName(t.namespace), "domain_name", t.name)
-				typ = t.basetype
+				typ, typmod = t.basetype, t.typmod
 			}
 			udt := data.types[typ]
 			if udt != nil {
@@ -123,7 +123,11 @@ func isColumns(s *snapshot, d *relDef) [][]any {
 			kv = append(kv, "data_type", sqlTypeName(typ))
 			switch typ {
 			case pgtypes.OIDText, pgtypes.OIDVarchar, 1042:
-				kv = append(kv, "character_octet_length", 1073741824)
+				if typmod > 4 {
+					kv = append(kv, "character_maximum_length", typmod-4, "character_octet_length", 4*(typmod-4))
+				} else {
+					kv = append(kv, "character_octet_length", 1073741824)
+				}
 			case pgtypes.OIDInt2:
 				kv = append(kv, "numeric_precision", 16, "numeric_precision_radix", 2, "numeric_scale", 0)
 			case pgtypes.OIDInt4:
@@ -139,7 +143,11 @@ func isColumns(s *snapshot, d *relDef) [][]any {
 			case pgtypes.OIDDate:
 				kv = append(kv, "datetime_precision", 0)
 			case pgtypes.OIDTimestamptz, pgtypes.OIDTimestamp, 1083, 1266, oidInterval:
-				kv = append(kv, "datetime_precision", 6)
+				prec := int64(6)
+				if typmod >= 0 {
+					prec = typmod
+				}
+				kv = append(kv, "datetime_precision", prec)
 			}
 			if col.coll != 0 && col.coll != 100 {
 				kv = append(kv, "collation_catalog", s.db, "collation_schema", "pg_catalog", "collation_name", collationName(col.coll))
