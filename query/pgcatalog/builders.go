@@ -334,6 +334,9 @@ func pgSettings(s *snapshot, d *relDef) [][]any {
 			if e, ok := enum.(string); ok {
 				enum = textArray(pgtypes.OIDText, splitArray(e)...)
 			}
+			if meta[10] != null && meta[10] != st.Value {
+				kv = append(kv, "source", "session")
+			}
 			kv = append(kv, "name", meta[0], "unit", v(1), "category", v(2), "short_desc", v(3), "extra_desc", v(4),
 				"context", v(5), "vartype", v(6), "min_val", v(7), "max_val", v(8), "enumvals", enum, "boot_val", v(10))
 		} else {

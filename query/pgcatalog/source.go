@@ -267,7 +267,9 @@ func newSnapshot(src Source) *snapshot {
 			c.cols = append(c.cols, cd)
 			if col.Key {
 				c.keys = append(c.keys, int64(i+1))
-				keyCols = append(keyCols, cd)
+				ixCol := cd
+				ixCol.notNull = false // as PostgreSQL's index attributes
+				keyCols = append(keyCols, ixCol)
 			}
 		}
 		s.classes = append(s.classes, c)
