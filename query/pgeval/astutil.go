@@ -1,0 +1,77 @@
+package pgeval
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// walk visits n and its descendants depth first; fn returns false to
+// skip a node's children.
+func walk(n *pg.Node, fn func(*pg.Node) bool) {
+	if n == nil {
+		return
+	}
+	if !fn(n) {
+		return
+	}
+	walkMsg(n.ProtoReflect(), fn)
+}
+
+func walkMsg(m protoreflect.Message, fn func(*pg.Node) bool) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Kind() != protoreflect.MessageKind {
+			return true
+		}
+		visit := func(mm protoreflect.Message) {
+			if node, ok := mm.Interface().(*pg.Node); ok {
+				walk(node, fn)
+			} else {
+				walkMsg(mm, fn)
+			}
+		}
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				visit(l.Get(i).Message())
+			}
+		case fd.IsMap():
+		default:
+			visit(v.Message())
+		}
+		return true
+	})
+}
+
+// fingerprint identifies an expression's AST regardless of where it
+// appears in the text (GROUP BY matching, ORDER BY on select items).
+func fingerprint(n *pg.Node) string {
+	if n == nil {
+		return ""
+	}
+	c := proto.Clone(n)
+	clearLocations(c.ProtoReflect())
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func clearLocations(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Name() == "location":
+			m.Clear(fd)
+		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				clearLocations(l.Get(i).Message())
+			}
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
+			clearLocations(v.Message())
+		}
+		return true
+	})
+}

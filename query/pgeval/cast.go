@@ -1,0 +1,410 @@
+package pgeval
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
+)
+
+// Cast converts v from type from to type to, as an explicit or
+// assignment cast does, with PostgreSQL's errors. Casts to the reg*
+// types from names need a catalog, so they fail here; the engine uses
+// the catalog of the statement's Env.
+func Cast(v any, from, to uint32) (any, error) {
+	return castValue(v, from, to, nil)
+}
+
+// canCast reports whether a cast from → to exists (explicitly).
+func canCast(from, to uint32) bool {
+	if from == to || from == pgtypes.OIDUnknown || isText(from) || isText(to) || to == pgtypes.OIDText {
+		return true
+	}
+	switch {
+	case isNumber(from) && isNumber(to):
+		return true
+	case (isInt(from) || isOIDLike(from)) && (isInt(to) || isOIDLike(to)):
+		return true
+	case from == pgtypes.OIDBool && to == pgtypes.OIDInt4, from == pgtypes.OIDInt4 && to == pgtypes.OIDBool:
+		return true
+	case isTime(from) && isTime(to):
+		return true
+	case (from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB) && (to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB):
+		return true
+	case isArray(from) && isArray(to):
+		return canCast(elemOf[from], elemOf[to])
+	case from == OIDRecord && to == OIDRecord:
+		return true
+	}
+	return false
+}
+
+// implicitCast reports whether PostgreSQL would convert from → to
+// without being asked (function arguments, operators, UNION columns).
+func implicitCast(from, to uint32) bool {
+	if from == to || from == pgtypes.OIDUnknown {
+		return true
+	}
+	switch {
+	case isInt(from) && isNumber(to):
+		return numRank(to) >= numRank(from)
+	case from == pgtypes.OIDNumeric && isFloat(to), from == pgtypes.OIDFloat4 && to == pgtypes.OIDFloat8:
+		return true
+	case isText(from) && isText(to):
+		return true
+	case isInt(from) && isOIDLike(to), isOIDLike(from) && isOIDLike(to):
+		return true
+	case from == pgtypes.OIDDate && (to == pgtypes.OIDTimestamp || to == pgtypes.OIDTimestamptz),
+		from == pgtypes.OIDTimestamp && to == pgtypes.OIDTimestamptz:
+		return true
+	case isArray(from) && isArray(to):
+		return implicitCast(elemOf[from], elemOf[to])
+	case to == OIDAny:
+		return true
+	}
+	return false
+}
+
+func numRank(oid uint32) int {
+	switch oid {
+	case pgtypes.OIDInt2:
+		return 1
+	case pgtypes.OIDInt4:
+		return 2
+	case pgtypes.OIDInt8:
+		return 3
+	case pgtypes.OIDNumeric:
+		return 4
+	case pgtypes.OIDFloat4:
+		return 5
+	case pgtypes.OIDFloat8:
+		return 6
+	}
+	return 0
+}
+
+func cannotCast(from, to uint32) error {
+	return sqlstate.Errorf(sqlstate.CodeCannotCoerce, "cannot cast type %s to %s", typeName(from), typeName(to))
+}
+
+func castValue(v any, from, to uint32, ec *evalCtx) (any, error) {
+	if v == nil || from == to {
+		return v, nil
+	}
+	if from == pgtypes.OIDUnknown || isText(from) || from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB {
+		if s, ok := v.(string); ok {
+			if to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB || isText(to) {
+				return textTo(s, to), nil
+			}
+			return castText(s, to, ec)
+		}
+	}
+	if isText(to) {
+		switch x := v.(type) {
+		case bool:
+			if x {
+				return textTo("true", to), nil
+			}
+			return textTo("false", to), nil
+		}
+		return textTo(FormatText(from, v), to), nil
+	}
+	switch {
+	case isNumber(from) && isNumber(to):
+		return numCast(v, to)
+	case (isInt(from) || isOIDLike(from)) && (isInt(to) || isOIDLike(to)):
+		n := toInt(v)
+		if isOIDLike(to) {
+			if n < 0 || n > math.MaxUint32 {
+				return nil, sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "OID out of range")
+			}
+			return regFromOID(uint32(n), to, ec)
+		}
+		lo, hi := intRange(to)
+		if n < lo || n > hi {
+			return nil, rangeError(to)
+		}
+		return n, nil
+	case from == pgtypes.OIDBool && to == pgtypes.OIDInt4:
+		if v.(bool) {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case from == pgtypes.OIDInt4 && to == pgtypes.OIDBool:
+		return v.(int64) != 0, nil
+	case isTime(from) && isTime(to):
+		t := v.(time.Time)
+		if to == pgtypes.OIDDate {
+			return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), nil
+		}
+		return t, nil
+	case (from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB) && (to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB):
+		return v, nil
+	case isArray(from) && isArray(to):
+		a, ok := v.(Array)
+		if !ok {
+			return nil, cannotCast(from, to)
+		}
+		out := Array{Elem: elemOf[to], Vals: make([]any, len(a.Vals)), ZeroBased: to == OIDInt2Vector || to == OIDOidVector}
+		for i, e := range a.Vals {
+			c, err := castValue(e, a.Elem, out.Elem, ec)
+			if err != nil {
+				return nil, err
+			}
+			out.Vals[i] = c
+		}
+		return out, nil
+	case to == OIDRecord:
+		return v, nil
+	}
+	return nil, cannotCast(from, to)
+}
+
+// textTo applies a text type's own rule: "char" keeps one byte.
+func textTo(s string, to uint32) string {
+	if to == OIDChar && len(s) > 1 {
+		return s[:1]
+	}
+	return s
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case Reg:
+		return int64(x.OID)
+	case float64:
+		return int64(x)
+	}
+	return 0
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case pgtypes.Numeric:
+		if x == "NaN" {
+			return math.NaN()
+		}
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	}
+	return 0
+}
+
+func toRat(v any) *big.Rat {
+	switch x := v.(type) {
+	case int64:
+		return new(big.Rat).SetInt64(x)
+	case float64:
+		r := new(big.Rat)
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return r
+		}
+		r.SetFloat64(x)
+		return r
+	case pgtypes.Numeric:
+		r, ok := new(big.Rat).SetString(string(x))
+		if !ok {
+			return new(big.Rat)
+		}
+		return r
+	}
+	return new(big.Rat)
+}
+
+func numScale(v any) int {
+	if n, ok := v.(pgtypes.Numeric); ok {
+		if i := strings.IndexByte(string(n), '.'); i >= 0 {
+			return len(n) - i - 1
+		}
+	}
+	return 0
+}
+
+// roundRat rounds half away from zero to scale digits, as numeric does.
+func roundRat(r *big.Rat, scale int) pgtypes.Numeric {
+	return pgtypes.Numeric(r.FloatString(scale))
+}
+
+func numCast(v any, to uint32) (any, error) {
+	switch {
+	case isInt(to):
+		var n int64
+		switch x := v.(type) {
+		case int64:
+			n = x
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) || x >= 9.3e18 || x <= -9.3e18 {
+				return nil, rangeError(to)
+			}
+			n = int64(math.RoundToEven(x))
+		case pgtypes.Numeric:
+			if x == "NaN" {
+				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cannot convert NaN to %s", typeName(to))
+			}
+			s := roundRat(toRat(x), 0)
+			i, err := strconv.ParseInt(string(s), 10, 64)
+			if err != nil {
+				return nil, rangeError(to)
+			}
+			n = i
+		}
+		lo, hi := intRange(to)
+		if n < lo || n > hi {
+			return nil, rangeError(to)
+		}
+		return n, nil
+	case isFloat(to):
+		f := toFloat(v)
+		if to == pgtypes.OIDFloat4 {
+			if !math.IsInf(f, 0) && math.Abs(f) > math.MaxFloat32 {
+				return nil, sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "value out of range: overflow")
+			}
+			f = float64(float32(f))
+		}
+		return f, nil
+	}
+	switch x := v.(type) {
+	case int64:
+		return pgtypes.Numeric(strconv.FormatInt(x, 10)), nil
+	case float64:
+		if math.IsNaN(x) {
+			return pgtypes.Numeric("NaN"), nil
+		}
+		if math.IsInf(x, 0) {
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cannot convert infinity to numeric")
+		}
+		n, err := pgtypes.ParseNumeric(strconv.FormatFloat(x, 'f', -1, 64))
+		if err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+	return v, nil
+}
+
+// castText converts a string to type to (input functions).
+func castText(s string, to uint32, ec *evalCtx) (any, error) {
+	switch to {
+	case OIDOid, OIDXid:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || n < 0 || n > math.MaxUint32 {
+			return nil, sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type %s: %q", typeName(to), s)
+		}
+		return n, nil
+	case OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
+		return regFromName(s, to, ec)
+	case OIDChar, OIDBpchar, pgtypes.OIDVarchar, pgtypes.OIDText, pgtypes.OIDName, pgtypes.OIDJSON, pgtypes.OIDJSONB:
+		return textTo(s, to), nil
+	case OIDInt2Vector, OIDOidVector:
+		a := Array{Elem: elemOf[to], Vals: []any{}, ZeroBased: true}
+		for _, f := range strings.Fields(s) {
+			v, err := castText(f, a.Elem, ec)
+			if err != nil {
+				return nil, err
+			}
+			a.Vals = append(a.Vals, v)
+		}
+		return a, nil
+	case OIDInterval:
+		return parseInterval(s)
+	case pgtypes.OIDInt2, pgtypes.OIDInt4, pgtypes.OIDInt8:
+		v, err := pgtypes.ParseText(to, s)
+		if err != nil {
+			if e, ok := err.(*sqlstate.Error); ok && e.Code == sqlstate.CodeNumericOutOfRange {
+				return nil, sqlstate.Errorf(e.Code, "value \"%s\" is out of range for type %s", s, typeName(to))
+			}
+			return nil, sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type %s: \"%s\"", typeName(to), s)
+		}
+		return v, nil
+	case pgtypes.OIDDate, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
+		t := strings.TrimSpace(strings.ToLower(s))
+		if (t == "now" || t == "today") && ec != nil && ec.env != nil {
+			n := ec.env.Now.UTC()
+			if t == "today" || to == pgtypes.OIDDate {
+				return time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC), nil
+			}
+			return n, nil
+		}
+		v, err := pgtypes.ParseText(to, s)
+		if err != nil {
+			return nil, sqlstate.Errorf(codeInvalidDatetimeFormat, "invalid input syntax for type %s: \"%s\"", typeName(to), s)
+		}
+		if to == pgtypes.OIDDate {
+			tt := v.(time.Time)
+			v = time.Date(tt.Year(), tt.Month(), tt.Day(), 0, 0, 0, 0, time.UTC)
+		}
+		return v, nil
+	}
+	if e := elemOf[to]; e != 0 {
+		return parseArray(e, s)
+	}
+	if !pgtypes.Supported(to) {
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "type %s is not supported", typeName(to))
+	}
+	v, err := pgtypes.ParseText(to, s)
+	if err != nil {
+		if e, ok := err.(*sqlstate.Error); ok && e.Code == sqlstate.CodeInvalidTextRepresent {
+			return nil, sqlstate.Errorf(e.Code, "invalid input syntax for type %s: \"%s\"", typeName(to), s)
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+// parseInterval reads "N unit [N unit ...]" and "HH:MM:SS" forms into
+// microseconds (months count as 30 days, as justify_days does).
+func parseInterval(s string) (any, error) {
+	bad := sqlstate.Errorf(codeInvalidDatetimeFormat, "invalid input syntax for type interval: \"%s\"", s)
+	f := strings.Fields(strings.ToLower(s))
+	var us float64
+	for i := 0; i < len(f); i++ {
+		if strings.Contains(f[i], ":") {
+			p := strings.Split(f[i], ":")
+			mult := []float64{3600e6, 60e6, 1e6}
+			for j, x := range p {
+				if j >= 3 {
+					return nil, bad
+				}
+				n, err := strconv.ParseFloat(x, 64)
+				if err != nil {
+					return nil, bad
+				}
+				us += n * mult[j]
+			}
+			continue
+		}
+		n, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return nil, bad
+		}
+		unit := "second"
+		if i+1 < len(f) {
+			i++
+			unit = strings.TrimSuffix(f[i], "s")
+		}
+		m := map[string]float64{"microsecond": 1, "millisecond": 1e3, "second": 1e6, "sec": 1e6, "minute": 60e6, "min": 60e6,
+			"hour": 3600e6, "day": 86400e6, "week": 7 * 86400e6, "month": 30 * 86400e6, "mon": 30 * 86400e6, "year": 365.25 * 86400e6}[unit]
+		if m == 0 {
+			return nil, bad
+		}
+		us += n * m
+	}
+	return int64(us), nil
+}
+
+func badDatetime(s string, to uint32) error {
+	return sqlstate.Errorf(codeInvalidDatetimeFormat, "invalid input syntax for type %s: \"%s\"", typeName(to), s)
+}
+
+var _ = fmt.Sprint

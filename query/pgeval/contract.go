@@ -1,0 +1,96 @@
+package pgeval
+
+import (
+	"context"
+	"time"
+
+	"github.com/cellardb/cellar/query/pgtypes"
+)
+
+// Relation is a table the engine reads: a virtual catalog table, or a
+// user table whose scans go to the tablet servers. Relations are declared
+// here, by the engine that consumes them.
+type Relation interface {
+	// Columns are the relation's columns, in order.
+	Columns() []pgtypes.Column
+	// Scan returns the relation's rows. The request says what the query
+	// needs, so that a relation can narrow its scan (row ranges, column
+	// filters, a limit); the engine still applies every filter itself.
+	Scan(ctx context.Context, req ScanRequest) (Rows, error)
+}
+
+// ScanRequest is what a query needs from one relation.
+type ScanRequest struct {
+	// Filters are the WHERE (and JOIN ON) conjuncts that reference only
+	// this relation, as compiled expressions over its columns. A relation
+	// may use them to narrow what it reads (Filter.Node is the
+	// PostgreSQL AST for analysis; Filter.Expr evaluates it).
+	Filters []Filter
+	// Needed[i] is false if column i is not used by the query; the
+	// relation may return nil for it.
+	Needed []bool
+	// Limit, if ≥ 0, is the most rows the query can consume from this
+	// scan: set only when no filter, join, grouping or sort sits between
+	// the scan and the LIMIT (or every filter was marked Exact by the
+	// relation, see Exacter).
+	Limit int64
+	// Reverse asks for the relation's natural order reversed (an ORDER BY
+	// on the ordered columns, descending); only set for an Ordered
+	// relation that reports it can (Reverser).
+	Reverse bool
+	// Args are the statement's parameters, for evaluating filters.
+	Args []any
+	// Env is the statement's environment, for evaluating filters.
+	Env *Env
+}
+
+// Filter is one conjunct of a WHERE clause.
+type Filter struct {
+	Node any // *pg_query.Node
+	Expr *Expr
+}
+
+// Rows iterates a relation's or a query's rows. Next returns io.EOF at
+// the end.
+type Rows interface {
+	Next(ctx context.Context) ([]any, error)
+	Close()
+}
+
+// Ordered is implemented by a relation whose scans return rows sorted by
+// some of its columns (ascending, NULLs never appear in them); an ORDER BY
+// on a prefix of them needs no sort.
+type Ordered interface {
+	Ordering() []int
+}
+
+// Explainer is implemented by a relation that can describe how it would
+// scan (EXPLAIN).
+type Explainer interface {
+	Explain(req ScanRequest) []string
+}
+
+// Catalog resolves relation names.
+type Catalog interface {
+	// Relation returns schema.name; schema "" searches the search path
+	// (pg_catalog first, then the session's search_path). An unknown
+	// relation is a sqlstate 42P01 error.
+	Relation(ctx context.Context, schema, name string) (Relation, error)
+}
+
+// Env is what a statement runs in.
+type Env struct {
+	Catalog Catalog
+	// Setting returns a session setting (current_setting, SHOW).
+	Setting  func(name string) (string, bool)
+	User     string
+	Database string
+	// BackendPID is what pg_backend_pid() returns.
+	BackendPID uint32
+	// Now is the statement's (transaction's) timestamp: now(),
+	// current_timestamp.
+	Now time.Time
+	// SortBudget is the most bytes a sort, DISTINCT or GROUP BY may hold
+	// in memory; beyond it the statement fails with 53200. 0: 64 MiB.
+	SortBudget int64
+}

@@ -1,0 +1,32 @@
+// Package pgeval evaluates PostgreSQL SELECT statements and expressions
+// over relations, with PostgreSQL's semantics: its types, implicit casts,
+// NULL handling, error codes and result column names.
+//
+// The input is pg_query's AST. Evaluation happens in three stages:
+//
+//  1. Compile. Prepare walks the AST once. It resolves relation names
+//     through Env.Catalog and column names through scopes (one per FROM
+//     list, chained to the enclosing query's scope so that correlated
+//     subqueries resolve outer columns), types every expression, infers
+//     parameter types from their context, and reports PostgreSQL's errors
+//     (42P01, 42703, 42883, ...) with their positions. The result is a
+//     typed IR: every expression becomes an *Expr, a closure with its
+//     result type; every FROM item, join, filter, aggregation, sort,
+//     DISTINCT, set operation and LIMIT becomes a plan node.
+//  2. Plan nodes open into an iterator pipeline (Rows). Scans, filters,
+//     projections, nested-loop joins and limits stream; sorts, grouping,
+//     DISTINCT and set operations materialize, charging what they hold to
+//     a budget (Env.SortBudget) and failing with 53200 beyond it.
+//  3. Expressions evaluate against the current row; the rows of the
+//     enclosing queries travel in the evaluation context so that a
+//     correlated subquery sees them. Uncorrelated subqueries run once per
+//     statement execution and keep their result.
+//
+// Values are the Go values listed in package pgtypes, plus the types this
+// package adds: Array (any array type, int2vector, oidvector), Reg (oid
+// aliases such as regclass, which print as names) and Record (composite
+// results such as _pg_expandarray's). FormatText writes any of them in
+// PostgreSQL's text output form.
+//
+// cellar has no privileges yet, so has_*_privilege functions answer true.
+package pgeval
