@@ -9,7 +9,6 @@ import (
 	"math/big"
 	"strings"
 	"time"
-
 )
 
 // Values on the wire: text format is pgtypes.FormatText; binary format is

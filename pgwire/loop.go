@@ -133,6 +133,9 @@ func (c *conn) extended(err error) {
 }
 
 // run executes a statement under statement_timeout and CancelRequest.
+// prepareTimeout bounds planning one statement (schema lookups).
+const prepareTimeout = time.Minute
+
 func (c *conn) run(st *query.Statement, args []any) (*query.Result, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	if v, ok := c.sess.Setting("statement_timeout"); ok {
@@ -272,7 +275,12 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 			return sqlstate.Errorf(sqlstate.CodeDuplicatePreparedStmt, "prepared statement %q already exists", m.Name)
 		}
 	}
-	st, err := c.sess.Prepare(m.Query, m.ParameterOIDs)
+	// Planning a statement reads table schemas; a cancel request stops it.
+	ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
+	c.setCancel(cancel)
+	st, err := c.sess.Prepare(ctx, m.Query, m.ParameterOIDs)
+	c.setCancel(nil)
+	cancel()
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 // *query.Session implements it).
 type Session interface {
 	Parse(sql string) ([]*query.Statement, error)
-	Prepare(sql string, paramOIDs []uint32) (*query.Statement, error)
+	Prepare(ctx context.Context, sql string, paramOIDs []uint32) (*query.Statement, error)
 	Execute(ctx context.Context, st *query.Statement, args []any) (*query.Result, error)
 	Failed()
 	TxStatus() query.TxStatus

@@ -23,7 +23,7 @@ type CopyOut struct {
 	Quote     string
 }
 
-func (s *Session) compileCopy(st *Statement, c *pg.CopyStmt) (*Statement, error) {
+func (s *Session) compileCopy(ctx context.Context, st *Statement, c *pg.CopyStmt) (*Statement, error) {
 	switch {
 	case c.IsFrom:
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY FROM is not supported yet: tables in SQL arrive with issue 6")
@@ -32,7 +32,7 @@ func (s *Session) compileCopy(st *Statement, c *pg.CopyStmt) (*Statement, error)
 	case c.Filename != "" || c.IsProgram:
 		return nil, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "COPY to a file or program on the server is not allowed; use COPY ... TO STDOUT or psql's \\copy")
 	}
-	inner, err := s.compile(st.SQL, c.Query, nil)
+	inner, err := s.compile(ctx, st.SQL, c.Query, nil)
 	if err != nil {
 		return nil, err
 	}

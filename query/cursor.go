@@ -24,8 +24,8 @@ type cursor struct {
 	hold    bool
 }
 
-func (s *Session) compileDeclare(st *Statement, d *pg.DeclareCursorStmt) (*Statement, error) {
-	inner, err := s.compile(st.SQL, d.Query, nil)
+func (s *Session) compileDeclare(ctx context.Context, st *Statement, d *pg.DeclareCursorStmt) (*Statement, error) {
+	inner, err := s.compile(ctx, st.SQL, d.Query, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
+	"github.com/pingcap/tidb/pkg/parser"
 )
 
 // SessionOptions describe the connection a session serves.
@@ -26,6 +27,11 @@ type SessionOptions struct {
 	BackendPID uint32
 	// Clock is the wall clock for now(); default time.Now.
 	Clock func() time.Time
+	// Tables are the cluster's tables; nil: the session has none (any
+	// statement on a table fails with 42P01).
+	Tables *Tables
+	// SortBudget bounds each sort, DISTINCT and GROUP BY (bytes); 0: 64 MiB.
+	SortBudget int64
 }
 
 // TxStatus is the transaction status ReadyForQuery reports.
@@ -50,11 +56,18 @@ type Session struct {
 	// savepoints of the transaction block, oldest first, each with the
 	// settings at its start.
 	savepoints []savepoint
+	// txw holds a transaction block's buffered writes; nil outside one.
+	txw *txState
+	// txStart is the transaction's timestamp (now()).
+	txStart time.Time
+	// tidbParser reads the dialect's DDL (created on first use).
+	tidbParser *parser.Parser
 }
 
 type savepoint struct {
-	name string
-	set  settings
+	name   string
+	set    settings
+	writes *txState
 }
 
 // NewSession starts a session.
@@ -117,6 +130,9 @@ type Statement struct {
 	// endsTx: COMMIT and ROLLBACK, the statements a failed transaction
 	// accepts.
 	endsTx bool
+	// later, if set, plans the statement when it first runs (a simple
+	// query's statements on tables).
+	later func(ctx context.Context, s *Session) (*Statement, error)
 }
 
 // Result is what a statement produced.
@@ -137,49 +153,61 @@ type Result struct {
 
 // Parse parses a simple query string into its statements. A syntax error
 // anywhere fails all of them, as in PostgreSQL; an empty or comment-only
-// string has none.
+// string has none. Statements on tables are planned when they run.
 func (s *Session) Parse(sql string) ([]*Statement, error) {
-	tree, err := pg.Parse(sql)
+	pieces, err := split(sql)
 	if err != nil {
-		return nil, syntaxError(err)
+		return nil, err
+	}
+	nodes := make([]*pg.Node, len(pieces))
+	for i, p := range pieces {
+		if nodes[i], err = parsePiece(p); err != nil {
+			return nil, err
+		}
 	}
 	var out []*Statement
-	for _, raw := range tree.Stmts {
-		text := stmtText(sql, raw)
-		st, err := s.compile(text, raw.Stmt, nil)
+	for i, p := range pieces {
+		n := nodes[i]
+		if n == nil || tableStatement(n) || p.upsert {
+			out = append(out, s.compileLater(p, n, nil))
+			continue
+		}
+		st, err := s.compile(context.Background(), p.text, n, nil)
 		if err != nil {
-			return nil, err
+			return nil, shiftPosition(err, p.offset)
 		}
 		out = append(out, st)
 	}
 	return out, nil
 }
 
-// Prepare parses one statement for the extended protocol, with the
-// parameter types the client gave (0: infer). A string of two statements
-// is refused (42601). An empty string gives nil.
-func (s *Session) Prepare(sql string, paramOIDs []uint32) (*Statement, error) {
-	tree, err := pg.Parse(sql)
+// Prepare parses and plans one statement for the extended protocol, with
+// the parameter types the client gave (0: infer). A string of two
+// statements is refused (42601). An empty string gives nil.
+func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (*Statement, error) {
+	pieces, err := split(sql)
 	if err != nil {
-		return nil, syntaxError(err)
+		return nil, err
 	}
-	switch len(tree.Stmts) {
+	switch len(pieces) {
 	case 0:
 		return nil, nil
 	case 1:
 	default:
 		return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	return s.compile(sql, tree.Stmts[0].Stmt, paramOIDs)
-}
-
-func stmtText(sql string, raw *pg.RawStmt) string {
-	start := int(raw.StmtLocation)
-	end := len(sql)
-	if raw.StmtLen > 0 {
-		end = start + int(raw.StmtLen)
+	p := pieces[0]
+	n, err := parsePiece(p)
+	if err != nil {
+		return nil, err
 	}
-	return strings.TrimSpace(sql[start:end])
+	switch {
+	case n == nil:
+		return s.compileDialect(ctx, p)
+	case tableStatement(n) || p.upsert:
+		return s.compileTable(ctx, p, n, paramOIDs)
+	}
+	return s.compile(ctx, p.text, n, paramOIDs)
 }
 
 // syntaxError turns pg_query's error, which carries PostgreSQL's message
@@ -198,6 +226,17 @@ func syntaxError(err error) error {
 func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Result, error) {
 	if s.tx == TxFailed && !st.endsTx {
 		return nil, sqlstate.Errorf(sqlstate.CodeInFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+	}
+	if st.later != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, canceled(err)
+		}
+		c, err := st.later(ctx, s)
+		if err != nil {
+			s.Failed()
+			return nil, err
+		}
+		st = c
 	}
 	if len(args) != len(st.Params) {
 		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(args), len(st.Params))
@@ -231,11 +270,11 @@ func canceled(err error) *sqlstate.Error {
 // Canceled turns a context error into PostgreSQL's 57014.
 func Canceled(err error) *sqlstate.Error { return canceled(err) }
 
-func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
+func (s *Session) compile(ctx context.Context, text string, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
 	st := &Statement{SQL: text}
 	switch x := n.Node.(type) {
 	case *pg.Node_SelectStmt:
-		return s.compileSelect(st, x.SelectStmt, paramOIDs)
+		return s.compileQuery(ctx, text, n, paramOIDs)
 	case *pg.Node_VariableSetStmt:
 		return s.compileSet(st, x.VariableSetStmt)
 	case *pg.Node_VariableShowStmt:
@@ -258,9 +297,9 @@ func (s *Session) compile(text string, n *pg.Node, paramOIDs []uint32) (*Stateme
 		}
 		return st, nil
 	case *pg.Node_CopyStmt:
-		return s.compileCopy(st, x.CopyStmt)
+		return s.compileCopy(ctx, st, x.CopyStmt)
 	case *pg.Node_DeclareCursorStmt:
-		return s.compileDeclare(st, x.DeclareCursorStmt)
+		return s.compileDeclare(ctx, st, x.DeclareCursorStmt)
 	case *pg.Node_FetchStmt:
 		return s.compileFetch(st, x.FetchStmt)
 	case *pg.Node_ClosePortalStmt:
@@ -319,11 +358,12 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 			saved := s.set.clone()
 			s.txSaved = &saved
 			s.tx = TxActive
+			s.txw, s.txStart = &txState{}, s.opts.Clock()
 			return res, nil
 		}
 	case pg.TransactionStmtKind_TRANS_STMT_COMMIT:
 		st.endsTx = true
-		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+		st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
 			switch s.tx {
 			case TxIdle:
 				return &Result{Tag: "COMMIT", Notices: []*sqlstate.Error{sqlstate.Notice("WARNING", sqlstate.CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
@@ -331,7 +371,11 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 				s.endTx(false)
 				return &Result{Tag: "ROLLBACK"}, nil
 			}
+			err := s.commitWrites(ctx)
 			s.endTx(true)
+			if err != nil {
+				return nil, err
+			}
 			return &Result{Tag: "COMMIT"}, nil
 		}
 	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK:
@@ -349,7 +393,7 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 			if s.tx == TxIdle {
 				return nil, sqlstate.Errorf(sqlstate.CodeNoActiveTransaction, "SAVEPOINT can only be used in transaction blocks")
 			}
-			s.savepoints = append(s.savepoints, savepoint{name: name, set: s.set.clone()})
+			s.savepoints = append(s.savepoints, savepoint{name: name, set: s.set.clone(), writes: s.txw.clone()})
 			return &Result{Tag: "SAVEPOINT"}, nil
 		}
 	case pg.TransactionStmtKind_TRANS_STMT_RELEASE, pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
@@ -376,6 +420,7 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 				return &Result{Tag: "RELEASE"}, nil
 			}
 			s.set = s.savepoints[i].set.clone()
+			s.txw = s.savepoints[i].writes.clone()
 			s.savepoints = s.savepoints[:i+1]
 			s.tx = TxActive
 			return &Result{Tag: "ROLLBACK"}, nil
@@ -396,6 +441,7 @@ func (s *Session) endTx(commit bool) {
 	s.savepoints = nil
 	s.txSaved = nil
 	s.tx = TxIdle
+	s.txw = nil
 }
 
 func (s *Session) compileSet(st *Statement, v *pg.VariableSetStmt) (*Statement, error) {

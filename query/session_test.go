@@ -61,7 +61,7 @@ func TestSessionDataDriven(t *testing.T) {
 						}
 					}
 				}
-				st, err := s.Prepare(d.Input, oids)
+				st, err := s.Prepare(context.Background(), d.Input, oids)
 				if err != nil {
 					fmt.Fprintf(&b, "error: %v\n", err)
 					break

@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"coord/fsm":       {"coord", "coord/coordpb"},
 	"coord/cell":      {"coord", "coord/coordpb", "coord/fsm", "github.com/lni/dragonboat/v4/...", "google.golang.org/grpc/...", "google.golang.org/protobuf/..."},
 	"coord/client":    {"coord", "coord/coordpb", "google.golang.org/grpc/..."},
-	"query/...":       {"query/...", "kv/model", "github.com/pingcap/tidb/pkg/parser/...", "github.com/pganalyze/pg_query_go/v6/..."},
+	"query/...":       {"query/...", "kv/model", "google.golang.org/protobuf/...", "github.com/pingcap/tidb/pkg/parser/...", "github.com/pganalyze/pg_query_go/v6/..."},
 	"pgwire":          {"query/...", "github.com/jackc/pgx/v5/pgproto3", "github.com/xdg-go/scram"},
 	"ops/...":         {"*"},
 	"tests/...":       {"*"},

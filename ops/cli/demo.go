@@ -23,11 +23,13 @@ import (
 
 	"github.com/cellardb/cellar/coord/cell"
 	"github.com/cellardb/cellar/coord/client"
+	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/ops/coordlock"
+	"github.com/cellardb/cellar/ops/querykv"
 	"github.com/cellardb/cellar/pgwire"
 	"github.com/cellardb/cellar/query"
 )
@@ -69,8 +71,12 @@ func runDemo(args []string, env Env) int {
 	// are trusted; everyone else authenticates with SCRAM against the
 	// users of `cellar admin user add`. Its options are checked before
 	// anything starts.
+	var sqlTables *query.Tables // set once the cluster runs, before the gateway serves
 	gwOpts := pgwire.Options{
-		NewSession:  func(o query.SessionOptions) (pgwire.Session, error) { return query.NewSession(o) },
+		NewSession: func(o query.SessionOptions) (pgwire.Session, error) {
+			o.Tables = sqlTables
+			return query.NewSession(o)
+		},
 		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
 		TLSRequired: *tlsRequired,
 		Logf:        stampedLog(env),
@@ -108,8 +114,17 @@ func runDemo(args []string, env Env) int {
 	}
 	srv.Handler = statusHandler(roles.ts, cellReplicas, roles.master, env.Version)
 	go srv.Serve(ln)
+	gw, err := openGatewayKV(ctx, cellReplicas)
+	if err != nil {
+		srv.Close()
+		roles.close(context.Background())
+		closeReplicas(env, "demo", cellReplicas...)
+		return fail(env, "demo", err)
+	}
+	sqlTables = query.NewTables(gw.kv)
 	pgln, err := net.Listen("tcp", *pgAddr)
 	if err != nil {
+		gw.close(context.Background())
 		srv.Close()
 		roles.close(context.Background())
 		closeReplicas(env, "demo", cellReplicas...)
@@ -135,8 +150,7 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "                cellar kv put %susers alice profile:name Alice\n", chubbyFlag)
 	fmt.Fprintf(env.Stdout, "                cellar kv scan %susers\n", chubbyFlag)
 	pgHost, pgPort, _ := net.SplitHostPort(pgln.Addr().String())
-	fmt.Fprintf(env.Stdout, "  sql:     psql \"postgresql://cellar@%s:%s/cellar\"   (the protocol, sessions and SELECT of\n", pgHost, pgPort)
-	fmt.Fprintln(env.Stdout, "           expressions today; tables in SQL arrive with the SQL layer)")
+	fmt.Fprintf(env.Stdout, "  sql:     psql \"postgresql://cellar@%s:%s/cellar\"\n", pgHost, pgPort)
 	fmt.Fprintln(env.Stdout, "  not yet: the Bigtable API (127.0.0.1:8086); it arrives with a later issue.")
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
@@ -144,7 +158,7 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintln(env.Stdout, "\nstopping...")
 	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = errors.Join(gateway.Close(shut), srv.Shutdown(shut), roles.close(shut))
+	err = errors.Join(gateway.Close(shut), gw.close(shut), srv.Shutdown(shut), roles.close(shut))
 	if closeReplicas(env, "demo", cellReplicas...) != 0 {
 		return 1
 	}
@@ -347,6 +361,36 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 	go admin.Serve(mln)
 	roles.master, roles.sess, roles.admin, roles.masterAddr = m, sess, admin, mln.Addr().String()
 	return roles, nil
+}
+
+// gatewayKV is the SQL gateway's connection to the cluster: its own
+// Chubby session (to find the root tablet and the master), a kv client
+// and the master's admin RPCs.
+type gatewayKV struct {
+	sess *coordlock.Session
+	kv   *querykv.KV
+}
+
+func openGatewayKV(ctx context.Context, replicas []*cell.Replica) (*gatewayKV, error) {
+	var addrs []string
+	for _, r := range replicas {
+		addrs = append(addrs, r.ClientAddr())
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	sess, err := (&coordlock.Service{Client: client.Options{Addrs: addrs, Principal: "gateway"}}).NewSession(openCtx)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
+	return &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr("")}}, nil
+}
+
+func (g *gatewayKV) close(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	return errors.Join(g.kv.Close(), g.kv.Client.Close(), g.sess.Close(ctx))
 }
 
 func (r *demoRoles) closeServers(ctx context.Context) error {

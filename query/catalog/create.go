@@ -13,18 +13,11 @@ import (
 
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/query/pglex"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
-// Error is a definition error with its SQLSTATE.
-type Error struct {
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-func errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+func errorf(code, format string, args ...any) *sqlstate.Error {
+	return sqlstate.Errorf(code, format, args...)
 }
 
 // SQLSTATEs of definition errors.
@@ -34,6 +27,7 @@ const (
 	codeDuplicateColumn     = "42701"
 	codeInvalidParameter    = "22023"
 	codeUndefinedObject     = "42704"
+	codeUndefinedColumn     = "42703"
 )
 
 // Created is what a CREATE TABLE makes.

@@ -13,6 +13,7 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 
 	"github.com/cellardb/cellar/query/pglex"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // TestCreate reads CREATE TABLE statements as clients write them, through
@@ -32,7 +33,7 @@ func TestCreate(t *testing.T) {
 		}
 		c, err := FromCreate(stmt.(*ast.CreateTableStmt), r.Options)
 		if err != nil {
-			e := err.(*Error)
+			e := err.(*sqlstate.Error)
 			return fmt.Sprintf("error %s: %s\n", e.Code, e.Message)
 		}
 		var b strings.Builder

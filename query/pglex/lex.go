@@ -119,9 +119,15 @@ func Rewrite(sql string) (*Result, error) {
 			}
 		}
 	}
-	if first == "create" {
+	switch first {
+	case "create":
 		var err error
 		if main, err = l.tableOptions(main, r); err != nil {
+			return nil, err
+		}
+	case "alter":
+		var err error
+		if main, err = l.alterOptions(main, r); err != nil {
 			return nil, err
 		}
 	}
@@ -306,8 +312,18 @@ func (l *lexer) tableOptions(toks []*pg.ScanToken, r *Result) ([]*pg.ScanToken, 
 	if close < 0 {
 		return nil, l.errorf(toks[end+1], false, "unterminated WITH options")
 	}
+	if err := l.optionList(toks, end+2, close, r); err != nil {
+		return nil, err
+	}
+	out := append(append([]*pg.ScanToken(nil), toks[:end+1]...), toks[close+1:]...)
+	return out, nil
+}
+
+// optionList reads the options between toks[open] "(" and toks[close]
+// ")": name = value, separated by commas.
+func (l *lexer) optionList(toks []*pg.ScanToken, open, close int, r *Result) error {
 	word := func(t *pg.ScanToken) string { return strings.Trim(l.in[t.Start:t.End], `"`) }
-	for k := end + 3; k < close; {
+	for k := open + 1; k < close; {
 		name := word(toks[k])
 		at := l.errorf(toks[k], false, "")
 		k++
@@ -316,14 +332,14 @@ func (l *lexer) tableOptions(toks []*pg.ScanToken, r *Result) ([]*pg.ScanToken, 
 			k += 2
 		}
 		if k >= close || toks[k].Token != pg.Token_ASCII_61 || k+1 >= close {
-			return nil, l.errorf(toks[min(k, close)], false, "a WITH option needs = and a value")
+			return l.errorf(toks[min(k, close)], false, "a WITH option needs = and a value")
 		}
 		vt := toks[k+1]
 		value := l.in[vt.Start:vt.End]
 		if vt.Token == pg.Token_SCONST {
 			v, err := literal(value)
 			if err != nil {
-				return nil, l.errorf(vt, false, "%v", err)
+				return l.errorf(vt, false, "%v", err)
 			}
 			value = v
 		}
@@ -331,13 +347,30 @@ func (l *lexer) tableOptions(toks []*pg.ScanToken, r *Result) ([]*pg.ScanToken, 
 		k += 2
 		if k < close {
 			if toks[k].Token != pg.Token_ASCII_44 {
-				return nil, l.errorf(toks[k], false, "syntax error in WITH options")
+				return l.errorf(toks[k], false, "syntax error in WITH options")
 			}
 			k++
 		}
 	}
-	out := append(append([]*pg.ScanToken(nil), toks[:end+1]...), toks[close+1:]...)
-	return out, nil
+	return nil
+}
+
+// alterOptions takes out ALTER TABLE's SET (name = value, …), the
+// PostgreSQL form for storage parameters, as Options.
+func (l *lexer) alterOptions(toks []*pg.ScanToken, r *Result) ([]*pg.ScanToken, error) {
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].Token == pg.Token_SET && toks[i+1].Token == pg.Token_ASCII_40 {
+			close := matching(toks, i+1)
+			if close < 0 {
+				return nil, l.errorf(toks[i], false, "unterminated SET options")
+			}
+			if err := l.optionList(toks, i+1, close, r); err != nil {
+				return nil, err
+			}
+			return append(append([]*pg.ScanToken(nil), toks[:i]...), toks[close+1:]...), nil
+		}
+	}
+	return toks, nil
 }
 
 // typePosition reports whether toks[i] starts a column's type: it follows

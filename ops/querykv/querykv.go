@@ -1,0 +1,174 @@
+// Package querykv connects the SQL layer to a cellar cluster: it adapts
+// kv/client (rows, on the tablet servers) and the master's admin RPCs
+// (schemas, kept in Chubby) to query.KV, and turns their gRPC statuses
+// into kv/model's error classes, which the SQL layer maps to SQLSTATEs.
+package querykv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	kvclient "github.com/cellardb/cellar/kv/client"
+	"github.com/cellardb/cellar/kv/masterpb"
+	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/query"
+)
+
+// KV is query.KV over a cluster.
+type KV struct {
+	Client *kvclient.Client
+	// MasterAddr finds the active master (its lock file in Chubby).
+	MasterAddr func(context.Context) (string, error)
+
+	mu   sync.Mutex
+	addr string
+	conn *grpc.ClientConn
+}
+
+var _ query.KV = (*KV)(nil)
+
+// Close closes the connection to the master.
+func (k *KV) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.conn != nil {
+		return k.conn.Close()
+	}
+	return nil
+}
+
+// master returns a client of the active master; forget drops it after an
+// error that may mean the master moved.
+func (k *KV) master(ctx context.Context) (masterpb.MasterClient, error) {
+	addr, err := k.MasterAddr(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: find the master: %w", model.ErrUnavailable, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.conn == nil || k.addr != addr {
+		if k.conn != nil {
+			k.conn.Close()
+		}
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", model.ErrUnavailable, err)
+		}
+		k.conn, k.addr = cc, addr
+	}
+	return masterpb.NewMasterClient(k.conn), nil
+}
+
+// classify gives an RPC error its model class, keeping the message.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	var class error
+	switch st.Code() {
+	case codes.NotFound:
+		class = model.ErrNotFound
+	case codes.InvalidArgument, codes.OutOfRange:
+		class = model.ErrInvalidArgument
+	case codes.FailedPrecondition, codes.AlreadyExists:
+		class = model.ErrFailedPrecondition
+	case codes.ResourceExhausted:
+		class = model.ErrResourceExhausted
+	case codes.DataLoss:
+		class = model.ErrCorruption
+	case codes.Canceled:
+		return context.Canceled
+	case codes.DeadlineExceeded:
+		return context.DeadlineExceeded
+	default:
+		class = model.ErrUnavailable
+	}
+	return fmt.Errorf("%w: %s", class, st.Message())
+}
+
+func (k *KV) Tables(ctx context.Context) (map[string]model.Schema, error) {
+	m, err := k.master(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.ListTables(ctx, &masterpb.ListTablesRequest{})
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make(map[string]model.Schema, len(resp.Tables))
+	for _, t := range resp.Tables {
+		var s model.Schema
+		if err := json.Unmarshal(t.Schema, &s); err != nil {
+			return nil, fmt.Errorf("%w: the schema of table %q: %v", model.ErrCorruption, t.Name, err)
+		}
+		out[t.Name] = s
+	}
+	return out, nil
+}
+
+func (k *KV) CreateTable(ctx context.Context, name string, s model.Schema, splits [][]byte) error {
+	m, err := k.master(ctx)
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	_, err = m.CreateTable(ctx, &masterpb.CreateTableRequest{Table: name, Schema: js, Splits: splits})
+	return classify(err)
+}
+
+func (k *KV) DeleteTable(ctx context.Context, name string) error {
+	m, err := k.master(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = m.DeleteTable(ctx, &masterpb.DeleteTableRequest{Table: name})
+	return classify(err)
+}
+
+func (k *KV) UpdateSchema(ctx context.Context, name string, s model.Schema) error {
+	m, err := k.master(ctx)
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	_, err = m.UpdateSchema(ctx, &masterpb.UpdateSchemaRequest{Table: name, Schema: js})
+	return classify(err)
+}
+
+func (k *KV) Apply(ctx context.Context, table string, m *model.RowMutation) error {
+	return classify(k.Client.Apply(ctx, table, m))
+}
+
+func (k *KV) CompareAndMutate(ctx context.Context, table string, row []byte, expects []model.Expect, ifTrue, ifFalse []model.Mutation) (bool, error) {
+	ok, err := k.Client.CompareAndMutate(ctx, table, row, kvclient.Filter{}, expects, ifTrue, ifFalse)
+	return ok, classify(err)
+}
+
+func (k *KV) Scan(ctx context.Context, table string, rng model.RowRange, f query.ReadFilter, limit int64) query.RowIterator {
+	return scanner{k.Client.Scan(ctx, table, rng, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions}, limit)}
+}
+
+type scanner struct{ *kvclient.Scanner }
+
+func (s scanner) Err() error { return classify(s.Scanner.Err()) }

@@ -1,0 +1,89 @@
+package query
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/query/sqlstate"
+)
+
+// KV is what the SQL layer needs from a cellar cluster: table schemas
+// (through the master, in Chubby) and row operations (on the tablet
+// servers). It is declared here, by its consumer; ops adapts kv/client and
+// the master's admin RPCs to it. Errors wrap model's error classes; the
+// implementation does its own bounded retries (kv/client's), so the SQL
+// layer never retries a KV call except UPDATE's compare-and-swap loop.
+type KV interface {
+	// Tables returns every table's schema.
+	Tables(ctx context.Context) (map[string]model.Schema, error)
+	CreateTable(ctx context.Context, name string, s model.Schema, splits [][]byte) error
+	DeleteTable(ctx context.Context, name string) error
+	UpdateSchema(ctx context.Context, name string, s model.Schema) error
+
+	Apply(ctx context.Context, table string, m *model.RowMutation) error
+	// CompareAndMutate applies ifTrue if the row has a cell and every
+	// expect holds, else ifFalse, atomically, and reports which.
+	CompareAndMutate(ctx context.Context, table string, row []byte, expects []model.Expect, ifTrue, ifFalse []model.Mutation) (bool, error)
+	// Scan returns the rows of rng (an empty End: to the table's end),
+	// at most limit of them (0: all), each with its cells in f.
+	Scan(ctx context.Context, table string, rng model.RowRange, f ReadFilter, limit int64) RowIterator
+}
+
+// ReadFilter selects the cells a read returns.
+type ReadFilter struct {
+	Families  []string
+	TimeRange model.TimeRange
+	// MaxVersions keeps the newest n versions of each column; 0 keeps all.
+	MaxVersions int
+}
+
+// RowIterator streams rows in key order.
+type RowIterator interface {
+	Next() bool
+	Row() model.Row
+	Err() error
+}
+
+// kvError gives a KV error its SQLSTATE. write says whether the call
+// wrote: an unavailable write may or may not have been applied.
+func kvError(err error, write bool) error {
+	var se *sqlstate.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return se
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return canceled(err)
+	case errors.Is(err, model.ErrNotFound):
+		return sqlstate.Errorf(sqlstate.CodeUndefinedTable, "%v", err)
+	case errors.Is(err, model.ErrInvalidArgument):
+		return sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "%v", err)
+	case errors.Is(err, model.ErrFailedPrecondition):
+		return sqlstate.Errorf(sqlstate.CodeDatatypeMismatch, "%v", err)
+	case errors.Is(err, model.ErrResourceExhausted):
+		return sqlstate.Errorf(codeInsufficientResources, "%v", err)
+	case errors.Is(err, model.ErrCorruption):
+		return sqlstate.Errorf(codeDataCorrupted, "%v", err)
+	case write && model.Retryable(err):
+		return &sqlstate.Error{Code: codeTransactionResolutionUnknown, Message: err.Error(),
+			Detail: "The write may or may not have been applied."}
+	case model.Retryable(err):
+		return sqlstate.Errorf(codeCannotConnectNow, "%v", err)
+	}
+	return sqlstate.Errorf(sqlstate.CodeInternal, "%v", err)
+}
+
+// SQLSTATEs only the table paths use.
+const (
+	codeInsufficientResources        = "53000"
+	codeOutOfMemory                  = "53200"
+	codeDataCorrupted                = "XX001"
+	codeTransactionResolutionUnknown = "08007"
+	codeCannotConnectNow             = "57P03"
+	codeUniqueViolation              = "23505"
+	codeNotNullViolation             = "23502"
+	codeDuplicateTable               = "42P07"
+	codeSerializationFailure         = "40001"
+)

@@ -1,0 +1,238 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cellardb/cellar/query/catalog"
+	"github.com/cellardb/cellar/query/pgeval"
+	"github.com/cellardb/cellar/query/sqlstate"
+)
+
+// kv returns the cluster, or nil.
+func (s *Session) kv() KV {
+	if s.opts.Tables == nil {
+		return nil
+	}
+	return s.opts.Tables.KV
+}
+
+// env is the evaluator's view of the session for one statement.
+func (s *Session) env(cat pgeval.Catalog) *pgeval.Env {
+	now := s.opts.Clock()
+	if s.tx != TxIdle && !s.txStart.IsZero() {
+		now = s.txStart
+	}
+	return &pgeval.Env{Catalog: cat, Setting: s.Setting, User: s.opts.User, Database: s.opts.Database,
+		BackendPID: s.opts.BackendPID, Now: now.UTC(), SortBudget: s.opts.SortBudget}
+}
+
+// stmtCatalog resolves a statement's relations: the emulated system
+// catalogs, and the user tables (in schema public, on the search path
+// after pg_catalog as in PostgreSQL). It remembers the user tables it
+// handed out, for the dialect's limits (no joins or subqueries over user
+// tables) and so their key predicates see the statement's parameters.
+type stmtCatalog struct {
+	s *Session
+	// extra columns per table: undeclared qualifiers of open families
+	// that the statement names.
+	extra  map[string][]catalog.Column
+	asOf   map[string]int64
+	user   []*tableRel
+	params []uint32
+}
+
+func (c *stmtCatalog) Relation(ctx context.Context, schema, name string) (pgeval.Relation, error) {
+	switch schema {
+	case "", "pg_catalog", "information_schema":
+		if rel, ok, err := c.s.systemRelation(ctx, schema, name); err != nil || ok {
+			return rel, err
+		}
+		if schema != "" {
+			return nil, sqlstate.Errorf(sqlstate.CodeUndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
+		}
+	case "public":
+	default:
+		return nil, sqlstate.Errorf("3F000", "schema %q does not exist", schema)
+	}
+	if c.s.opts.Tables == nil {
+		return nil, sqlstate.Errorf(sqlstate.CodeUndefinedTable, "relation %q does not exist", name)
+	}
+	def, _, err := c.s.opts.Tables.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if extra := c.extra[name]; len(extra) > 0 {
+		d := *def
+		d.Columns = append(append([]catalog.Column(nil), def.Columns...), extra...)
+		def = &d
+	}
+	rel := &tableRel{s: c.s, name: name, codec: newRowCodec(def), asOf: c.asOf[name], params: &c.params}
+	c.user = append(c.user, rel)
+	return rel, nil
+}
+
+// compileTable plans a statement that reads or writes tables.
+func (s *Session) compileTable(ctx context.Context, p piece, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
+	switch x := n.Node.(type) {
+	case *pg.Node_SelectStmt:
+		return s.compileQuery(ctx, p.text, n, paramOIDs)
+	case *pg.Node_InsertStmt:
+		return s.compileInsert(ctx, p, x.InsertStmt, paramOIDs)
+	case *pg.Node_UpdateStmt:
+		return s.compileUpdate(ctx, p.text, x.UpdateStmt, paramOIDs)
+	case *pg.Node_DeleteStmt:
+		return s.compileDelete(ctx, p.text, x.DeleteStmt, paramOIDs)
+	case *pg.Node_ExplainStmt:
+		return s.compileExplain(ctx, p, x.ExplainStmt, paramOIDs)
+	case *pg.Node_CopyStmt:
+		return s.compileCopy(ctx, &Statement{SQL: p.text}, x.CopyStmt)
+	case *pg.Node_DeclareCursorStmt:
+		return s.compileDeclare(ctx, &Statement{SQL: p.text}, x.DeclareCursorStmt)
+	}
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s is not supported", statementName(n))
+}
+
+// queryPlan is a prepared SELECT.
+type queryPlan struct {
+	plan *pgeval.Plan
+	cat  *stmtCatalog
+}
+
+// prepareQuery plans a SELECT over the catalog and user tables.
+func (s *Session) prepareQuery(ctx context.Context, n *pg.Node, paramOIDs []uint32) (*queryPlan, error) {
+	cat := &stmtCatalog{s: s}
+	if err := s.resolveNames(ctx, n, cat); err != nil {
+		return nil, err
+	}
+	plan, err := pgeval.Prepare(ctx, n, s.env(cat), paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	if err := dialectLimits(n, cat); err != nil {
+		return nil, err
+	}
+	cat.params = plan.Params()
+	return &queryPlan{plan: plan, cat: cat}, nil
+}
+
+// dialectLimits refuses what the dialect leaves out: joins and
+// subqueries over user tables (the catalog's tables may be joined).
+func dialectLimits(n *pg.Node, cat *stmtCatalog) error {
+	if len(cat.user) == 0 {
+		return nil
+	}
+	if len(cat.user) > 1 {
+		names := []string{}
+		for _, r := range cat.user {
+			names = append(names, r.name)
+		}
+		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "joins over user tables are not supported (this query reads %s); a statement reads one table", strings.Join(names, ", "))
+	}
+	if hasSubquery(n) {
+		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries over user tables are not supported (table %s)", cat.user[0].name)
+	}
+	return nil
+}
+
+func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
+	q, err := s.prepareQuery(ctx, n, paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	st := &Statement{SQL: text, Columns: q.plan.Columns(), Params: q.plan.Params(), kind: "SELECT"}
+	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
+		rows, err := q.plan.Run(ctx, s.env(q.cat), args)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		res := &Result{Columns: st.Columns}
+		for {
+			row, err := rows.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			res.Rows = append(res.Rows, row)
+		}
+		res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
+		return res, nil
+	}
+	return st, nil
+}
+
+// resolveNames prepares a statement's column names for the evaluator:
+// the second spelling of family:qualifier (family.qualifier, for tools
+// that treat a colon as a variable marker) becomes the first, and an open
+// family's undeclared qualifiers that the statement names become columns
+// of its table for this statement.
+func (s *Session) resolveNames(ctx context.Context, n *pg.Node, cat *stmtCatalog) error {
+	if s.opts.Tables == nil {
+		return nil
+	}
+	// The user tables the statement names, by name and alias.
+	tables := map[string]*catalog.Table{}
+	walk(n, func(m protoMessage) bool {
+		rv, ok := m.(*pg.RangeVar)
+		if !ok || (rv.Schemaname != "" && rv.Schemaname != "public") || strings.HasPrefix(rv.Relname, "pg_") {
+			return true
+		}
+		def, _, err := s.opts.Tables.Get(ctx, rv.Relname)
+		if err != nil {
+			return true
+		}
+		tables[rv.Relname] = def
+		if rv.Alias != nil {
+			tables[rv.Alias.Aliasname] = def
+		}
+		return true
+	})
+	if len(tables) == 0 {
+		return nil
+	}
+	var only *catalog.Table
+	for _, d := range tables {
+		if only != nil && only != d {
+			return nil // several tables: the dialect refuses it later
+		}
+		only = d
+	}
+	cat.extra = map[string][]catalog.Column{}
+	seen := map[string]bool{}
+	for _, c := range only.Visible() {
+		seen[c.Name] = true
+	}
+	use := func(name string) bool {
+		if seen[name] {
+			return true
+		}
+		col, ok := only.Column(name)
+		if !ok {
+			return false
+		}
+		seen[name] = true
+		cat.extra[only.Name] = append(cat.extra[only.Name], col)
+		return true
+	}
+	columnRefs(n, false, func(c *pg.ColumnRef) {
+		f := fieldNames(c)
+		switch {
+		case len(f) == 1:
+			use(f[0])
+		case len(f) == 2 && tables[f[0]] != nil:
+			use(f[1])
+		case len(f) == 2 && f[1] != "*" && use(f[0]+":"+f[1]):
+			c.Fields = []*pg.Node{strNode(f[0] + ":" + f[1])}
+		case len(f) == 3 && tables[f[0]] != nil && use(f[1]+":"+f[2]):
+			c.Fields = []*pg.Node{c.Fields[0], strNode(f[1] + ":" + f[2])}
+		}
+	})
+	return nil
+}

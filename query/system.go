@@ -1,0 +1,30 @@
+package query
+
+import (
+	"context"
+	"strings"
+
+	"github.com/cellardb/cellar/query/catalog"
+	"github.com/cellardb/cellar/query/pgcatalog"
+	"github.com/cellardb/cellar/query/pgeval"
+)
+
+// systemRelation resolves pg_catalog and information_schema relations,
+// emulated (query/pgcatalog) from the cluster's table definitions and the
+// session. schema "" searches pg_catalog only, which PostgreSQL puts
+// first on every search path.
+func (s *Session) systemRelation(ctx context.Context, schema, name string) (pgeval.Relation, bool, error) {
+	if schema == "" {
+		schema = "pg_catalog"
+	}
+	var tables []*catalog.Table
+	if s.opts.Tables != nil && (schema == "information_schema" || strings.HasPrefix(name, "pg_")) {
+		var err error
+		if tables, err = s.opts.Tables.List(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	rel, ok := pgcatalog.Relation(schema, name, pgcatalog.Source{Tables: tables, User: s.opts.User, Database: s.opts.Database,
+		Setting: s.Setting, BackendPID: s.opts.BackendPID})
+	return rel, ok, nil
+}

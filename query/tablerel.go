@@ -1,0 +1,246 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/query/pgeval"
+	"github.com/cellardb/cellar/query/pgtypes"
+)
+
+// tableRel is a user table as the evaluator sees it: a relation whose
+// scans go to the tablet servers. It turns the query's key predicates
+// into row ranges and its LIMIT into the scan's, and overlays the
+// session's buffered transaction writes.
+type tableRel struct {
+	s     *Session
+	name  string
+	codec *rowCodec
+	// asOf, if not zero, reads the versions at or before it (µs).
+	asOf int64
+	// params are the statement's parameter types, for the constant sides
+	// of key predicates; set once the statement is prepared.
+	params *[]uint32
+}
+
+func (r *tableRel) Columns() []pgtypes.Column { return r.codec.columns() }
+
+// Ordering: rows come in row-key order, which is the key columns' order:
+// a single TEXT or BYTEA key is the row key itself, compared bytewise as
+// the evaluator compares text (the C collation), and the encoding of
+// other keys preserves order.
+func (r *tableRel) Ordering() []int { return r.codec.keyIdx }
+
+func (r *tableRel) filter() ReadFilter {
+	f := ReadFilter{MaxVersions: 1}
+	if r.asOf != 0 {
+		f.TimeRange = model.TimeRange{End: r.asOf + 1}
+	}
+	return f
+}
+
+// plan returns the row ranges for a scan request.
+func (r *tableRel) plan(ctx context.Context, req pgeval.ScanRequest) (rangeSet, error) {
+	var conj []*pg.Node
+	for _, f := range req.Filters {
+		if n, ok := f.Node.(*pg.Node); ok {
+			conj = append(conj, n)
+		}
+	}
+	if len(conj) == 0 || len(r.codec.keyIdx) == 0 {
+		return full(), nil
+	}
+	key := r.codec.cols[r.codec.keyIdx[0]]
+	a := &keyAnalyzer{column: key.Name, raw: r.codec.raw, prefixOnly: len(r.codec.keyIdx) > 1,
+		term: func(n *pg.Node) ([]byte, bool, bool, error) {
+			if !isConstant(n) {
+				return nil, false, false, nil
+			}
+			var params []uint32
+			if r.params != nil {
+				params = *r.params
+			}
+			e, err := pgeval.CompileExpr(n, nil, req.Env, params)
+			if err != nil {
+				return nil, false, false, nil // the filter itself reports it
+			}
+			v, err := e.Eval(ctx, req.Env, nil, req.Args)
+			if err != nil {
+				return nil, false, false, err
+			}
+			if v == nil {
+				return nil, true, true, nil
+			}
+			v, err = pgeval.Cast(v, e.OID(), typeOID(key.Type))
+			if err != nil {
+				return nil, false, false, nil
+			}
+			if r.codec.raw {
+				switch x := v.(type) {
+				case string:
+					return []byte(x), false, true, nil
+				case []byte:
+					return x, false, true, nil
+				}
+				return nil, false, false, nil
+			}
+			k, err := model.AppendKeyValue(nil, key.Type, toModel(v))
+			if err != nil {
+				return nil, false, false, nil
+			}
+			return k, false, true, nil
+		}}
+	return a.ranges(conj)
+}
+
+// isConstant: n has no column and no subquery, so it evaluates once.
+func isConstant(n *pg.Node) bool {
+	switch {
+	case n == nil:
+		return false
+	case n.GetAConst() != nil, n.GetParamRef() != nil:
+		return true
+	case n.GetTypeCast() != nil:
+		return isConstant(n.GetTypeCast().Arg)
+	case n.GetAExpr() != nil:
+		e := n.GetAExpr()
+		return e.Kind == pg.A_Expr_Kind_AEXPR_OP && (e.Lexpr == nil || isConstant(e.Lexpr)) && isConstant(e.Rexpr)
+	case n.GetFuncCall() != nil:
+		for _, a := range n.GetFuncCall().Args {
+			if !isConstant(a) {
+				return false
+			}
+		}
+		return n.GetFuncCall().AggFilter == nil && n.GetFuncCall().Over == nil && !n.GetFuncCall().AggStar
+	}
+	return false
+}
+
+func (r *tableRel) Scan(ctx context.Context, req pgeval.ScanRequest) (pgeval.Rows, error) {
+	ranges, err := r.plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	limit := int64(0)
+	if req.Limit >= 0 {
+		limit = req.Limit
+		if limit == 0 {
+			ranges = nil
+		}
+	}
+	return &tableRows{r: r, ranges: ranges, limit: limit, need: req.Needed, buf: r.s.txw.writes(r.name)}, nil
+}
+
+func (r *tableRel) Explain(req pgeval.ScanRequest) []string {
+	out := []string{fmt.Sprintf("Scan %s", r.name)}
+	ranges, err := r.plan(context.Background(), req)
+	switch {
+	case err != nil:
+		out = append(out, "  Row ranges: decided at execution")
+	case len(ranges) == 1 && len(ranges[0].Start) == 0 && len(ranges[0].End) == 0:
+		out = append(out, "  Row ranges: the whole table")
+	default:
+		var rs []string
+		for _, rg := range ranges {
+			rs = append(rs, rg.String())
+		}
+		out = append(out, "  Row ranges: "+strings.Join(rs, ", "))
+	}
+	if req.Limit >= 0 {
+		out = append(out, fmt.Sprintf("  Scan limit: %d rows", req.Limit))
+	}
+	if r.asOf != 0 {
+		out = append(out, fmt.Sprintf("  As of: %d µs", r.asOf))
+	}
+	return out
+}
+
+// tableRows streams the rows of the ranges, merged with the session's
+// buffered writes to the table.
+type tableRows struct {
+	r      *tableRel
+	ranges rangeSet
+	limit  int64
+	need   []bool
+	buf    *tableWrites
+
+	it      RowIterator
+	pending []string // buffered keys of the current range not yet merged
+	next    *model.Row
+	sent    int64
+}
+
+func (t *tableRows) Next(ctx context.Context) ([]any, error) {
+	for {
+		if t.limit > 0 && t.sent >= t.limit {
+			return nil, io.EOF
+		}
+		row, ok, err := t.nextRow(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, io.EOF
+		}
+		if len(row.Cells) == 0 {
+			continue // deleted by a buffered write
+		}
+		vals, err := t.r.codec.decode(row, t.need)
+		if err != nil {
+			return nil, err
+		}
+		t.sent++
+		return vals, nil
+	}
+}
+
+// nextRow merges the tablet servers' rows with buffered ones, by key.
+func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
+	for {
+		if t.it == nil {
+			if len(t.ranges) == 0 {
+				return model.Row{}, false, nil
+			}
+			rng := t.ranges[0]
+			t.ranges = t.ranges[1:]
+			lim := int64(0)
+			if t.limit > 0 && t.buf == nil {
+				lim = t.limit - t.sent
+			}
+			t.it = t.r.s.kv().Scan(ctx, t.r.name, rng, t.r.filter(), lim)
+			t.pending = t.buf.keysIn(rng)
+			t.next = nil
+		}
+		if t.next == nil {
+			if t.it.Next() {
+				row := t.it.Row()
+				t.next = &row
+			} else if err := t.it.Err(); err != nil {
+				return model.Row{}, false, kvError(err, false)
+			}
+		}
+		switch {
+		case len(t.pending) > 0 && (t.next == nil || t.pending[0] < string(t.next.Key)):
+			k := t.pending[0]
+			t.pending = t.pending[1:]
+			return t.buf.overlay(model.Row{Key: []byte(k)}), true, nil
+		case t.next != nil:
+			row := *t.next
+			t.next = nil
+			if len(t.pending) > 0 && bytes.Equal([]byte(t.pending[0]), row.Key) {
+				t.pending = t.pending[1:]
+			}
+			return t.buf.overlay(row), true, nil
+		default:
+			t.it = nil
+		}
+	}
+}
+
+func (t *tableRows) Close() {}
