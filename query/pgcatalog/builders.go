@@ -136,6 +136,9 @@ func pgAttribute(s *snapshot, d *relDef) [][]any {
 		rows = append(rows, s.row(d, kv...))
 	}
 	for _, c := range s.classes {
+		if c.def != nil && !s.src.CatalogColumns {
+			continue
+		}
 		if c.kind == 'r' {
 			for i, col := range systemColumns {
 				add(c, col, int64(i-len(systemColumns)), true)

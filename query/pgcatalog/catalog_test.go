@@ -337,6 +337,20 @@ func TestUserTables(t *testing.T) {
 	}
 }
 
+func TestCatalogColumns(t *testing.T) {
+	src := sampleSource()
+	if a := where(scan(t, "", "pg_attribute", src), "attrelid", int64(1259)); len(a) != 0 {
+		t.Errorf("pg_class's columns listed without CatalogColumns: %d", len(a))
+	}
+	src.CatalogColumns = true
+	if a := where(scan(t, "", "pg_attribute", src), "attrelid", int64(1259)); len(a) != 33+6 {
+		t.Errorf("pg_class has %d attributes, want 39", len(a))
+	}
+	if c := where(scan(t, "information_schema", "columns", sampleSource()), "table_name", "pg_class"); len(c) != 33 {
+		t.Errorf("information_schema.columns lists %d columns of pg_class", len(c))
+	}
+}
+
 func TestSession(t *testing.T) {
 	src := sampleSource()
 	ns := scan(t, "pg_catalog", "pg_namespace", src)

@@ -21,8 +21,11 @@
 //     tablespaces, and the descriptions of the server settings;
 //   - the catalog relations themselves: each emulated relation is a row of
 //     pg_class (kind 'r' for catalog tables, 'v' for views) in
-//     pg_catalog or information_schema, with its columns in pg_attribute
-//     and its row type in pg_type, as in PostgreSQL;
+//     pg_catalog or information_schema, with its row type in pg_type and
+//     its columns in information_schema.columns, and in pg_attribute
+//     when Source.CatalogColumns asks (PostgreSQL lists them there too,
+//     but clients join pg_attribute many ways and evaluate faster
+//     without them);
 //   - cellar's tables, in schema public: one pg_class row (kind 'r') per
 //     table with its row type and array type in pg_type, its columns in
 //     pg_attribute (the six system columns, then catalog.Table.Visible()

@@ -36,6 +36,14 @@ type Source struct {
 	// means only this one (BackendPID, User, Database).
 	Sessions   func() []Session
 	BackendPID uint32
+	// CatalogColumns lists the emulated relations' own columns in
+	// pg_attribute, as PostgreSQL does. Off, pg_attribute holds only
+	// cellar's tables and indexes: clients join pg_attribute several
+	// times in one query (pgjdbc's getImportedKeys six ways), and the
+	// catalog's thousand-odd columns make those joins slow without
+	// PostgreSQL's indexes. information_schema.columns lists them
+	// either way.
+	CatalogColumns bool
 	// Prepared lists the session's prepared statements
 	// (pg_prepared_statements).
 	Prepared func() []PreparedStatement
