@@ -3,6 +3,7 @@ package pgcatalog
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -348,6 +349,20 @@ func TestCatalogColumns(t *testing.T) {
 	}
 	if c := where(scan(t, "information_schema", "columns", sampleSource()), "table_name", "pg_class"); len(c) != 33 {
 		t.Errorf("information_schema.columns lists %d columns of pg_class", len(c))
+	}
+}
+
+func TestOddInput(t *testing.T) {
+	src := Source{Tables: []*catalog.Table{nil, {Name: "nokey", Columns: []catalog.Column{{Name: "x", Type: model.ValueType(200)}}}, {}}}
+	for _, name := range Relations() {
+		schema, rel, _ := strings.Cut(name, ".")
+		scan(t, schema, rel, src)
+	}
+	if c := where(scan(t, "", "pg_class", src), "relname", "nokey"); len(c) != 1 || c[0]["relhasindex"] != false {
+		t.Errorf("table without a key: %v", c)
+	}
+	if a := where(scan(t, "", "pg_attribute", src), "attname", "x"); len(a) != 1 || a[0]["atttypid"] != int64(pgtypes.OIDBytea) {
+		t.Errorf("column of an unknown type: %v", a)
 	}
 }
 

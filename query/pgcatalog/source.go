@@ -260,12 +260,14 @@ func newSnapshot(src Source) *snapshot {
 		s.classes = append(s.classes, &class{oid: d.oid, ns: d.nsOID(), name: d.name, kind: d.kind, rowType: d.rowType,
 			arrayType: arrayOf(d.rowType), cols: d.cols, def: d})
 	}
-	tables := append([]*catalog.Table(nil), src.Tables...)
+	var tables []*catalog.Table
+	for _, t := range src.Tables {
+		if t != nil {
+			tables = append(tables, t)
+		}
+	}
 	sort.Slice(tables, func(i, j int) bool { return tables[i].Name < tables[j].Name })
 	for _, t := range tables {
-		if t == nil {
-			continue
-		}
 		c := &class{oid: TableOID(t.Name), ns: NamespacePublic, name: t.Name, kind: 'r', rowType: RowTypeOID(t.Name),
 			arrayType: ArrayTypeOID(t.Name), table: t}
 		var keyCols []colDef
