@@ -27,6 +27,7 @@ type tableRel struct {
 	// params are the statement's parameter types, for the constant sides
 	// of key predicates; set once the statement is prepared.
 	params *[]uint32
+	terms  map[*pg.Node]*pgeval.Expr
 }
 
 func (r *tableRel) Columns() []pgtypes.Column { return r.codec.columns() }
@@ -62,11 +63,7 @@ func (r *tableRel) plan(ctx context.Context, req pgeval.ScanRequest) (rangeSet, 
 			if !isConstant(n) {
 				return nil, false, false, nil
 			}
-			var params []uint32
-			if r.params != nil {
-				params = *r.params
-			}
-			e, err := pgeval.CompileExpr(n, nil, req.Env, params)
+			e, err := r.term(n, req.Env)
 			if err != nil {
 				return nil, false, false, nil // the filter itself reports it
 			}
@@ -97,6 +94,27 @@ func (r *tableRel) plan(ctx context.Context, req pgeval.ScanRequest) (rangeSet, 
 			return k, false, true, nil
 		}}
 	return a.ranges(conj)
+}
+
+// term compiles the constant side of a key predicate, once per
+// statement: a prepared statement's executions reuse it.
+func (r *tableRel) term(n *pg.Node, env *pgeval.Env) (*pgeval.Expr, error) {
+	if e, ok := r.terms[n]; ok {
+		return e, nil
+	}
+	var params []uint32
+	if r.params != nil {
+		params = *r.params
+	}
+	e, err := pgeval.CompileExpr(n, nil, env, params)
+	if err != nil {
+		return nil, err
+	}
+	if r.terms == nil {
+		r.terms = map[*pg.Node]*pgeval.Expr{}
+	}
+	r.terms[n] = e
+	return e, nil
 }
 
 // isConstant: n has no column and no subquery, so it evaluates once.
@@ -213,7 +231,11 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 			if t.limit > 0 && t.buf == nil {
 				lim = t.limit - t.sent
 			}
-			t.it = t.r.s.kv().Scan(ctx, t.r.name, rng, t.r.filter(), lim)
+			if key, ok := pointRange(rng); ok {
+				t.it = &pointRead{ctx: ctx, kv: t.r.s.kv(), table: t.r.name, key: key, f: t.r.filter()}
+			} else {
+				t.it = t.r.s.kv().Scan(ctx, t.r.name, rng, t.r.filter(), lim)
+			}
 			t.pending = t.buf.keysIn(rng)
 			t.next = nil
 		}
@@ -244,3 +266,42 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 }
 
 func (t *tableRows) Close() {}
+
+// pointRange reports whether rng holds exactly one row key.
+func pointRange(rng model.RowRange) ([]byte, bool) {
+	n := len(rng.Start)
+	if len(rng.End) != n+1 || rng.End[n] != 0 || !bytes.Equal(rng.Start, rng.End[:n]) {
+		return nil, false
+	}
+	return rng.Start, true
+}
+
+// pointRead is a one-row scan done with ReadRow, a unary RPC: a point
+// lookup costs one round trip to one tablet server.
+type pointRead struct {
+	ctx   context.Context
+	kv    KV
+	table string
+	key   []byte
+	f     ReadFilter
+	row   model.Row
+	done  bool
+	err   error
+}
+
+func (p *pointRead) Next() bool {
+	if p.done {
+		return false
+	}
+	p.done = true
+	row, found, err := p.kv.ReadRow(p.ctx, p.table, p.key, p.f)
+	if err != nil {
+		p.err = err
+		return false
+	}
+	p.row = row
+	return found
+}
+
+func (p *pointRead) Row() model.Row { return p.row }
+func (p *pointRead) Err() error     { return p.err }

@@ -62,6 +62,10 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// DialOptions are added to the connections to tablet servers.
 	DialOptions []grpc.DialOption
+	// Local, if set, returns the tablet server at addr if it runs in
+	// this process; its unary data methods are then called directly
+	// (local.go).
+	Local func(addr string) (pb.TabletServerServer, bool)
 	// AttemptTimeout bounds one attempt (a lookup, or one RPC to a tablet
 	// server) within the caller's deadline (default 10 s). A server that
 	// is paused or cut off answers nothing; when the attempt times out the
@@ -130,6 +134,11 @@ func (c *Client) stub(addr string) (pb.TabletServerClient, error) {
 			return nil, err
 		}
 		c.conns[addr] = cc
+	}
+	if c.opts.Local != nil {
+		if srv, ok := c.opts.Local(addr); ok {
+			return localStub{TabletServerClient: pb.NewTabletServerClient(cc), srv: srv}, nil
+		}
 	}
 	return pb.NewTabletServerClient(cc), nil
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/tablet"
+	"github.com/cellardb/cellar/kv/tabletpb"
 	"github.com/cellardb/cellar/ops/coordlock"
 	"github.com/cellardb/cellar/ops/querykv"
 	"github.com/cellardb/cellar/pgwire"
@@ -114,7 +116,7 @@ func runDemo(args []string, env Env) int {
 	}
 	srv.Handler = statusHandler(roles.ts, cellReplicas, roles.master, env.Version)
 	go srv.Serve(ln)
-	gw, err := openGatewayKV(ctx, cellReplicas)
+	gw, err := openGatewayKV(ctx, cellReplicas, roles)
 	if err != nil {
 		srv.Close()
 		roles.close(context.Background())
@@ -371,7 +373,7 @@ type gatewayKV struct {
 	kv   *querykv.KV
 }
 
-func openGatewayKV(ctx context.Context, replicas []*cell.Replica) (*gatewayKV, error) {
+func openGatewayKV(ctx context.Context, replicas []*cell.Replica, roles *demoRoles) (*gatewayKV, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -382,7 +384,19 @@ func openGatewayKV(ctx context.Context, replicas []*cell.Replica) (*gatewayKV, e
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
+	// The demo's tablet servers share the gateway's process: it calls
+	// them directly (kv/client's local stubs).
+	local := map[string]*TabletServer{}
+	for i, ts := range roles.ts {
+		local[roles.tsAddrs[i]] = ts
+	}
+	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}, Local: func(addr string) (tabletpb.TabletServerServer, bool) {
+		ts, ok := local[addr]
+		if !ok {
+			return nil, false
+		}
+		return ts.Server(), true
+	}})
 	return &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr("")}}, nil
 }
 
@@ -427,6 +441,10 @@ func serversHandler(m *master.Master) http.HandlerFunc {
 func statusHandler(servers []*TabletServer, replicas []*cell.Replica, m *master.Master, version string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/servers", serversHandler(m))
+	// Go's profiles, for operators and for make bench.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		for _, rep := range replicas {
