@@ -380,7 +380,7 @@ func runSQLSuite(base string, runs int) (text, md string, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return startCellarDemo(tools, bin, d)
+			return startCellarDemo(tools, bin, cfg.cellarBin == "", d)
 		}
 	case cfg.cellar != "postgres":
 		cellarStart = func(string) (*sqlSide, error) { return externalSide(tools, "cellar", cfg.cellar) }
@@ -493,7 +493,12 @@ func runSQLSide(s *sqlSide, cfg sqlConfig, tools sqlTools, d *sqlData, dir strin
 		return failAll(errors.New("no table (see load)"))
 	}
 	fmt.Fprintf(os.Stderr, "bench: sql: %s: loading %d rows\n", s.label, d.rows)
-	load := s.load(ctx, d, cfg.schema)
+	loadCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	load := s.load(loadCtx, d, cfg.schema)
+	if loadCtx.Err() != nil {
+		load.err = fmt.Errorf("the load did not finish within 15 minutes: %w", load.err)
+	}
+	cancel()
 	if load.err == nil {
 		load.err = expectRows(ctx, s, "SELECT count(*) FROM bench", []string{strconv.Itoa(d.rows)})
 	}
