@@ -444,6 +444,7 @@ func (n *aggNode) open(ec *evalCtx) (iter, error) {
 		accs []*acc
 	}
 	groups := map[string]*group{}
+	var held int64
 	var order []*group
 	newGroup := func(keys []any) *group {
 		g := &group{keys: keys}
@@ -472,9 +473,11 @@ func (n *aggNode) open(ec *evalCtx) (iter, error) {
 		ks := rowKey(keys, nil)
 		g := groups[ks]
 		if g == nil {
-			if err := ec.charge(keys); err != nil {
+			sz := rowSize(keys) + int64(len(aggs))*64
+			if err := ec.chargeN(sz); err != nil {
 				return nil, err
 			}
+			held += sz
 			g = newGroup(keys)
 			groups[ks] = g
 			order = append(order, g)
@@ -520,7 +523,7 @@ func (n *aggNode) open(ec *evalCtx) (iter, error) {
 		}
 		out = append(out, row)
 	}
-	return &sliceIter{rows: out}, nil
+	return &heldIter{iter: &sliceIter{rows: out}, ec: ec, held: held}, nil
 }
 
 func (n *aggNode) explain() (string, []string, []node) {

@@ -103,27 +103,44 @@ func canceled(ec *evalCtx) error {
 	return nil
 }
 
-// materialize reads all of n's rows, within the budget.
-func materialize(n node, ec *evalCtx) ([][]any, error) {
+// materialize reads all of n's rows, within the budget; held is what
+// they were charged, for release.
+func materialize(n node, ec *evalCtx) (rows [][]any, held int64, err error) {
 	it, err := openNode(n, ec)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer it.close()
-	var out [][]any
 	for {
 		r, err := it.next()
 		if err == io.EOF {
-			return out, nil
+			return rows, held, nil
 		}
 		if err != nil {
-			return nil, err
+			ec.release(held)
+			return nil, 0, err
 		}
-		if err := ec.charge(r); err != nil {
-			return nil, err
+		sz := rowSize(r)
+		if err := ec.chargeN(sz); err != nil {
+			ec.release(held)
+			return nil, 0, err
 		}
-		out = append(out, r)
+		held += sz
+		rows = append(rows, r)
 	}
+}
+
+// heldIter releases its rows' budget when closed.
+type heldIter struct {
+	iter
+	ec   *evalCtx
+	held int64
+}
+
+func (h *heldIter) close() {
+	h.iter.close()
+	h.ec.release(h.held)
+	h.held = 0
 }
 
 // resultNode yields one empty row (SELECT without FROM).
@@ -330,12 +347,13 @@ type joinNode struct {
 }
 
 func (n *joinNode) open(ec *evalCtx) (iter, error) {
-	right, err := materialize(n.r, ec)
+	right, held, err := materialize(n.r, ec)
 	if err != nil {
 		return nil, err
 	}
 	lit, err := openNode(n.l, ec)
 	if err != nil {
+		ec.release(held)
 		return nil, err
 	}
 	matchedRight := make([]bool, len(right))
@@ -398,7 +416,7 @@ func (n *joinNode) open(ec *evalCtx) (iter, error) {
 				pending = append(pending, row)
 			}
 		}
-	}, closef: lit.close}, nil
+	}, closef: func() { lit.close(); ec.release(held); held = 0 }}, nil
 }
 
 func (n *joinNode) explain() (string, []string, []node) {
@@ -599,12 +617,12 @@ type sortNode struct {
 }
 
 func (n *sortNode) open(ec *evalCtx) (iter, error) {
-	rows, err := materialize(n.in, ec)
+	rows, held, err := materialize(n.in, ec)
 	if err != nil {
 		return nil, err
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return compareRows(rows[i], rows[j], n.keys) < 0 })
-	return &sliceIter{rows: rows}, nil
+	return &heldIter{iter: &sliceIter{rows: rows}, ec: ec, held: held}, nil
 }
 
 func (n *sortNode) explain() (string, []string, []node) {
@@ -685,6 +703,7 @@ func (n *distinctNode) open(ec *evalCtx) (iter, error) {
 		return nil, err
 	}
 	seen := map[string]bool{}
+	var held int64
 	return &funcIter{nextf: func() ([]any, error) {
 		for {
 			r, err := it.next()
@@ -695,13 +714,14 @@ func (n *distinctNode) open(ec *evalCtx) (iter, error) {
 			if seen[k] {
 				continue
 			}
-			if err := ec.charge([]any{k}); err != nil {
+			if err := ec.chargeN(int64(len(k) + 32)); err != nil {
 				return nil, err
 			}
+			held += int64(len(k) + 32)
 			seen[k] = true
 			return r, nil
 		}
-	}, closef: it.close}, nil
+	}, closef: func() { it.close(); ec.release(held); held = 0 }}, nil
 }
 
 func (n *distinctNode) explain() (string, []string, []node) {
@@ -816,6 +836,7 @@ func (n *setOpNode) open(ec *evalCtx) (iter, error) {
 		}
 		var rit iter
 		seen := map[string]bool{}
+		var held int64
 		return &funcIter{nextf: func() ([]any, error) {
 			for {
 				var r []any
@@ -839,9 +860,10 @@ func (n *setOpNode) open(ec *evalCtx) (iter, error) {
 					if seen[k] {
 						continue
 					}
-					if err := ec.charge([]any{k}); err != nil {
+					if err := ec.chargeN(int64(len(k) + 32)); err != nil {
 						return nil, err
 					}
+					held += int64(len(k) + 32)
 					seen[k] = true
 				}
 				return r, nil
@@ -851,16 +873,20 @@ func (n *setOpNode) open(ec *evalCtx) (iter, error) {
 			if rit != nil {
 				rit.close()
 			}
+			ec.release(held)
+			held = 0
 		}}, nil
 	}
-	left, err := materialize(n.l, ec)
+	left, lheld, err := materialize(n.l, ec)
 	if err != nil {
 		return nil, err
 	}
-	right, err := materialize(n.r, ec)
+	right, rheld, err := materialize(n.r, ec)
 	if err != nil {
+		ec.release(lheld)
 		return nil, err
 	}
+	ec.release(rheld)
 	counts := map[string]int{}
 	for _, r := range right {
 		counts[rowKey(r, nil)]++
@@ -885,7 +911,7 @@ func (n *setOpNode) open(ec *evalCtx) (iter, error) {
 			emitted[k] = true
 		}
 	}
-	return &sliceIter{rows: out}, nil
+	return &heldIter{iter: &sliceIter{rows: out}, ec: ec, held: lheld}, nil
 }
 
 func (n *setOpNode) explain() (string, []string, []node) {
@@ -927,7 +953,7 @@ func (n *cteScanNode) open(ec *evalCtx) (iter, error) {
 	if n.def.recursive {
 		rows, err = runRecursive(n.def, ec)
 	} else {
-		rows, err = materialize(n.def.node, ec)
+		rows, _, err = materialize(n.def.node, ec)
 	}
 	if err != nil {
 		return nil, err
@@ -959,7 +985,7 @@ func (n *workTableNode) explain() (string, []string, []node) {
 // recursive term over the previous round's rows until it yields none
 // (UNION drops rows already seen).
 func runRecursive(def *cteDef, ec *evalCtx) ([][]any, error) {
-	rows, err := materialize(def.initial, ec)
+	rows, _, err := materialize(def.initial, ec)
 	if err != nil {
 		return nil, err
 	}
@@ -987,7 +1013,7 @@ func runRecursive(def *cteDef, ec *evalCtx) ([][]any, error) {
 			return nil, err
 		}
 		ec.run.subs[workKey{def}] = work
-		next, err := materialize(def.step, ec)
+		next, _, err := materialize(def.step, ec)
 		if err != nil {
 			return nil, err
 		}

@@ -37,11 +37,19 @@ func (ec *evalCtx) withOuter(row []any) *evalCtx {
 	return &c
 }
 
-// charge accounts n bytes held by a materializing node.
+// charge accounts for a row held by a materializing node; release
+// gives the bytes back when the node lets go of its rows.
 func (ec *evalCtx) charge(row []any) error {
-	if ec.run == nil {
-		return nil
+	return ec.chargeN(rowSize(row))
+}
+
+func (ec *evalCtx) release(n int64) {
+	if ec.run != nil {
+		ec.run.used -= n
 	}
+}
+
+func rowSize(row []any) int64 {
 	n := int64(24)
 	for _, v := range row {
 		n += 16
@@ -55,6 +63,13 @@ func (ec *evalCtx) charge(row []any) error {
 		case Array:
 			n += int64(len(x.Vals)) * 24
 		}
+	}
+	return n
+}
+
+func (ec *evalCtx) chargeN(n int64) error {
+	if ec.run == nil {
+		return nil
 	}
 	ec.run.used += n
 	if ec.run.used > ec.run.budget {
@@ -142,6 +157,8 @@ func constDesc(oid uint32, v any) string {
 type scopeCol struct {
 	schema, table, name string
 	oid                 uint32
+	// rec are the fields of a record-typed column, when known.
+	rec []pgtypes.Column
 	// hidden columns take no part in * and unqualified lookup (the right
 	// side's copy of a JOIN USING column).
 	hidden bool
@@ -282,20 +299,30 @@ func (c *compiler) column(sc *scope, parts []string, loc int32) (*Expr, error) {
 			if s.grp == nil {
 				ci = idx + 1
 			}
-			return &Expr{oid: col.oid, name: name, desc: desc, col: ci, eval: func(_ *evalCtx, row []any) (any, error) {
+			return &Expr{oid: col.oid, name: name, desc: desc, col: ci, recCols: col.rec, eval: func(_ *evalCtx, row []any) (any, error) {
 				if idx < len(row) {
 					return row[idx], nil
 				}
 				return nil, nil
 			}}, nil
 		}
-		return &Expr{oid: col.oid, name: name, desc: desc, eval: func(ec *evalCtx, _ []any) (any, error) {
+		return &Expr{oid: col.oid, name: name, desc: desc, recCols: col.rec, eval: func(ec *evalCtx, _ []any) (any, error) {
 			k := len(ec.outer) - d
 			if k < 0 || idx >= len(ec.outer[k]) {
 				return nil, nil
 			}
 			return ec.outer[k][idx], nil
 		}}, nil
+	}
+	if len(qual) == 0 {
+		// A bare table name is a whole-row reference (row_to_json(t)).
+		for s := sc; s != nil; s = s.parent {
+			for _, col := range s.cols {
+				if col.table == name {
+					return c.wholeRow(sc, []string{name, "*"}, loc)
+				}
+			}
+		}
 	}
 	if len(qual) > 0 {
 		// A qualifier that names no FROM item is PostgreSQL's "missing
@@ -430,8 +457,16 @@ func (c *compiler) wholeRow(sc *scope, parts []string, loc int32) (*Expr, error)
 		return nil, errAt(loc, sqlstate.CodeFeatureNotSupported, "* is not allowed here")
 	}
 	var args []*Expr
-	for _, col := range sc.cols {
-		if col.table == parts[len(parts)-2] && !col.hidden {
+	var cols []scopeCol
+	for s := sc; s != nil && len(cols) == 0; s = s.parent {
+		for _, col := range s.cols {
+			if col.table == parts[len(parts)-2] {
+				cols = append(cols, col)
+			}
+		}
+	}
+	for _, col := range cols {
+		if !col.hidden {
 			e, err := c.column(sc, []string{col.table, col.name}, loc)
 			if err != nil {
 				return nil, err

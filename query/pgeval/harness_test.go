@@ -184,7 +184,7 @@ func unescapeCopy(s string) string {
 }
 
 func testEnv(cat Catalog) *Env {
-	settings := map[string]string{"search_path": `"$user", public`, "timezone": "UTC", "server_version": "15.0", "datestyle": "ISO, MDY"}
+	settings := map[string]string{"search_path": `"$user", public`, "timezone": "UTC", "server_version": "15.0", "datestyle": "ISO, MDY", "server_version_num": "150000", "bytea_output": "hex", "client_encoding": "UTF8", "standard_conforming_strings": "on", "integer_datetimes": "on", "transaction_isolation": "read committed", "max_identifier_length": "63", "is_superuser": "on"}
 	return &Env{
 		Catalog:    cat,
 		Setting:    func(n string) (string, bool) { v, ok := settings[strings.ToLower(n)]; return v, ok },

@@ -173,6 +173,14 @@ type query struct {
 	node  node
 	names []string
 	oids  []uint32
+	recs  [][]pgtypes.Column // fields of record-typed columns, when known
+}
+
+func (q *query) rec(i int) []pgtypes.Column {
+	if i < len(q.recs) {
+		return q.recs[i]
+	}
+	return nil
 }
 
 func (q *query) columns() []pgtypes.Column {
@@ -447,7 +455,7 @@ func (c *compiler) finishOutput(q *query, s *pg.SelectStmt, outer *scope) (*quer
 	if len(exprs) > len(q.names) {
 		n = &stripNode{in: n, n: len(q.names)}
 	}
-	return &query{node: n, names: q.names, oids: q.oids}, nil
+	return &query{node: n, names: q.names, oids: q.oids, recs: q.recs}, nil
 }
 
 // outputRef resolves an ORDER BY / DISTINCT ON / GROUP BY item that
@@ -666,7 +674,7 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 		}
 		var cols []scopeCol
 		for i, n := range q.names {
-			cols = append(cols, scopeCol{name: n, oid: settleOID(q.oids[i])})
+			cols = append(cols, scopeCol{name: n, oid: settleOID(q.oids[i]), rec: q.rec(i)})
 		}
 		cols, err = aliasCols(rs.Alias, cols, "")
 		if err != nil {
@@ -681,6 +689,12 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 		l := rf.Functions[0].GetList()
 		if l == nil || len(l.Items) == 0 {
 			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "this FROM function is not supported")
+		}
+		if fc := l.Items[0].GetFuncCall(); fc != nil && len(fc.Args) == 0 {
+			// pg_show_all_settings() is the function behind pg_settings.
+			if p := strs(fc.Funcname); p[len(p)-1] == "pg_show_all_settings" {
+				return c.fromEntry(&pg.Node{Node: &pg.Node_RangeVar{RangeVar: &pg.RangeVar{Schemaname: "pg_catalog", Relname: "pg_settings", Alias: rf.Alias, Location: fc.Location}}}, outer, left)
+			}
 		}
 		fsc := &scope{parent: outer}
 		if left != nil {
@@ -1127,7 +1141,7 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 	// DISTINCT ON and ORDER BY items become hidden columns unless they
 	// name a select item.
 	var distinctIdx []int
-	distinctOn := len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil
+	distinctOn := len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil && s.DistinctClause[0].Node != nil
 	if distinctOn {
 		for _, dn := range s.DistinctClause {
 			idx, err := c.outputRef(dn, names, tnodes)
@@ -1218,6 +1232,11 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 	q := &query{node: n, names: names}
 	for _, e := range exprs[:nvis] {
 		q.oids = append(q.oids, e.oid)
+		rc := e.recCols
+		if rc == nil && len(e.srfCols) > 1 {
+			rc = e.srfCols
+		}
+		q.recs = append(q.recs, rc)
 	}
 	return q, nil
 }
@@ -1357,7 +1376,7 @@ func (c *compiler) hoist(e *Expr, sink *srfSink) *Expr {
 	*sink.srfs = append(*sink.srfs, e)
 	base := sink.base
 	oid := e.oid
-	return &Expr{oid: oid, name: e.name, desc: e.desc, srfCols: e.srfColsIfRecord(), eval: func(_ *evalCtx, row []any) (any, error) {
+	return &Expr{oid: oid, name: e.name, desc: e.desc, srfCols: e.srfColsIfRecord(), recCols: e.srfColsIfRecord(), eval: func(_ *evalCtx, row []any) (any, error) {
 		k := *base + j
 		if k < len(row) {
 			return row[k], nil
@@ -1411,21 +1430,29 @@ func (c *compiler) subLink(sl *pg.SubLink, sc *scope) (*Expr, error) {
 		}
 		defer it.close()
 		var out [][]any
+		var held int64
 		for limit < 0 || len(out) < limit {
 			r, err := it.next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
+				ec.release(held)
 				return nil, err
 			}
-			if err := ec.charge(r); err != nil {
+			sz := rowSize(r)
+			if err := ec.chargeN(sz); err != nil {
+				ec.release(held)
 				return nil, err
 			}
+			held += sz
 			out = append(out, r)
 		}
 		if !correlated && limit < 0 {
 			ec.run.subs[key] = out
+		} else {
+			// The caller uses the rows at once; they do not stay held.
+			ec.release(held)
 		}
 		return out, nil
 	}
