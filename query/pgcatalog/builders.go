@@ -337,7 +337,7 @@ func pgSettings(s *snapshot, d *relDef) [][]any {
 			if e, ok := enum.(string); ok {
 				enum = textArray(pgtypes.OIDText, splitArray(e)...)
 			}
-			if meta[10] != null && meta[10] != st.Value {
+			if meta[10] != null && meta[10] != st.Value && meta[5] != "internal" {
 				kv = append(kv, "source", "session")
 			}
 			kv = append(kv, "name", meta[0], "unit", v(1), "category", v(2), "short_desc", v(3), "extra_desc", v(4),
