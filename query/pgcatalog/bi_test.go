@@ -108,8 +108,9 @@ func canonicalSetting(name string) string {
 	return name
 }
 
-func biEnv() *pgeval.Env {
-	src := Source{Tables: []*catalog.Table{hxBI()}, User: "postgres", Database: "cellar", Setting: biSetting, BackendPID: 4242}
+func biEnv(others ...*catalog.Table) *pgeval.Env {
+	src := Source{Tables: append([]*catalog.Table{hxBI()}, others...), User: "postgres", Database: "cellar",
+		Setting: biSetting, BackendPID: 4242}
 	hx := &memTable{cols: []pgtypes.Column{{Name: "_key", OID: pgtypes.OIDText}, {Name: "info:rank", OID: pgtypes.OIDInt8},
 		{Name: "anchor:x", OID: pgtypes.OIDText}}, rows: [][]any{{"a", int64(1), "x"}, {"b", int64(2), "y"}}}
 	return &pgeval.Env{Catalog: &testCatalog{src: src, user: map[string]pgeval.Relation{"hx_bi": hx}},
@@ -213,11 +214,21 @@ func runBI(ctx context.Context, env *pgeval.Env, sql string) (cols []string, n i
 }
 
 // TestBIQueries runs every BI block over the emulated catalog and a
-// hx_bi holding two rows, and compares the result's columns and, unless
-// the block is catalog-wide, its row count with stock PostgreSQL 15's.
+// hx_bi holding two rows, alone and among other tables, and compares the
+// result's columns and, unless the block is catalog-wide, its row count
+// with stock PostgreSQL 15's.
 func TestBIQueries(t *testing.T) {
-	env := biEnv()
-	for i, b := range readBI(t) {
+	blocks := readBI(t)
+	for _, cfg := range []struct {
+		name string
+		env  *pgeval.Env
+	}{{"alone", biEnv()}, {"among-others", biEnv(sampleTables()...)}} {
+		t.Run(cfg.name, func(t *testing.T) { runBIBlocks(t, cfg.env, blocks) })
+	}
+}
+
+func runBIBlocks(t *testing.T, env *pgeval.Env, blocks []biBlock) {
+	for i, b := range blocks {
 		t.Run(fmt.Sprintf("%02d", i+1), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
