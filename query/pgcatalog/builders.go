@@ -156,7 +156,7 @@ func pgType(s *snapshot, d *relDef) [][]any {
 	// A user table's row type and its array type, made like pg_class's.
 	var comp, arr []any
 	for _, r := range data.typeRows {
-		switch r[d.index["oid"]].(int64) {
+		switch i64(r[d.index["oid"]]) {
 		case 83: // pg_class
 			comp = r
 		case 273: // _pg_class
@@ -169,7 +169,8 @@ func pgType(s *snapshot, d *relDef) [][]any {
 	patch := func(base []any, kv ...any) []any {
 		out := append([]any(nil), base...)
 		for i := 0; i+1 < len(kv); i += 2 {
-			out[d.index[kv[i].(string)]] = normalize(kv[i+1])
+			name, _ := kv[i].(string)
+			out[d.index[name]] = normalize(kv[i+1])
 		}
 		return out
 	}

@@ -244,13 +244,12 @@ func load() (*builtin, error) {
 	get := func(row []any, col string) any { return row[td.index[col]] }
 	for _, row := range b.typeRows {
 		ti := &typeInfo{
-			oid: uint32(get(row, "oid").(int64)), name: get(row, "typname").(string),
-			namespace: uint32(get(row, "typnamespace").(int64)), relid: uint32(get(row, "typrelid").(int64)),
-			elem: uint32(get(row, "typelem").(int64)), array: uint32(get(row, "typarray").(int64)),
-			basetype: uint32(get(row, "typbasetype").(int64)), collation: uint32(get(row, "typcollation").(int64)),
-			len: get(row, "typlen").(int64), typmod: get(row, "typtypmod").(int64), byval: get(row, "typbyval").(bool),
-			typtype: get(row, "typtype").(string), category: get(row, "typcategory").(string),
-			align: get(row, "typalign").(string), storage: get(row, "typstorage").(string),
+			oid: u32(get(row, "oid")), name: str(get(row, "typname")), namespace: u32(get(row, "typnamespace")),
+			relid: u32(get(row, "typrelid")), elem: u32(get(row, "typelem")), array: u32(get(row, "typarray")),
+			basetype: u32(get(row, "typbasetype")), collation: u32(get(row, "typcollation")),
+			len: i64(get(row, "typlen")), typmod: i64(get(row, "typtypmod")), byval: get(row, "typbyval") == true,
+			typtype: str(get(row, "typtype")), category: str(get(row, "typcategory")),
+			align: str(get(row, "typalign")), storage: str(get(row, "typstorage")),
 		}
 		b.types[ti.oid] = ti
 	}
@@ -265,8 +264,8 @@ func load() (*builtin, error) {
 	}
 	od := b.rels["pg_catalog.pg_opclass"]
 	for _, row := range b.static["pg_opclass"] {
-		if row[od.index["opcmethod"]].(int64) == 403 {
-			b.opclass[uint32(row[od.index["opcintype"]].(int64))] = uint32(row[od.index["oid"]].(int64))
+		if i64(row[od.index["opcmethod"]]) == 403 {
+			b.opclass[u32(row[od.index["opcintype"]])] = u32(row[od.index["oid"]])
 		}
 	}
 	settings, err := readTSV("pg_settings")
@@ -417,4 +416,16 @@ func atou(s string) uint32 {
 func atoi(s string) int64 {
 	v, _ := strconv.ParseInt(s, 10, 64)
 	return v
+}
+
+func i64(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func u32(v any) uint32 { return uint32(i64(v)) }
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
 }
