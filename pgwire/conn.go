@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"io"
 	"net"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // Startup packet codes (the first 4 bytes after the length).

@@ -1,14 +1,15 @@
 package pgwire
 
 import (
+	"context"
 	"encoding/binary"
-	"github.com/cellardb/cellar/query/pgtypes"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // sendCopyOut writes a result as COPY data: CopyOutResponse, one CopyData
@@ -116,4 +117,47 @@ func csvField(s string, opts *query.CopyOut, value bool) string {
 		return opts.Quote + strings.ReplaceAll(s, opts.Quote, opts.Quote+opts.Quote) + opts.Quote
 	}
 	return s
+}
+
+// receiveCopyIn runs COPY FROM STDIN: CopyInResponse, then the client's
+// CopyData until CopyDone (the statement's tag) or CopyFail. After an
+// error the rest of the data is read and dropped, as PostgreSQL does, so
+// the connection stays in step.
+func (c *conn) receiveCopyIn(in *query.CopyIn) (string, error) {
+	c.be.Send(&pgproto3.CopyInResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, in.Columns)})
+	if err := c.be.Flush(); err != nil {
+		in.Abort()
+		return "", err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.setCancel(cancel)
+	defer func() { c.setCancel(nil); cancel() }()
+	var failed error
+	for {
+		msg, err := c.be.Receive()
+		if err != nil {
+			in.Abort()
+			return "", fatalf(sqlstate.CodeProtocolViolation, "connection lost during COPY from stdin: %v", err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CopyData:
+			if failed == nil {
+				failed = in.Data(ctx, m.Data)
+			}
+		case *pgproto3.CopyDone:
+			if failed != nil {
+				in.Abort()
+				return "", failed
+			}
+			return in.Done(ctx)
+		case *pgproto3.CopyFail:
+			in.Abort()
+			return "", sqlstate.Errorf(sqlstate.CodeQueryCanceled, "COPY from stdin failed: %s", m.Message)
+		case *pgproto3.Flush, *pgproto3.Sync:
+			// Ignored during COPY, as in PostgreSQL.
+		default:
+			in.Abort()
+			return "", sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unexpected message type %T during COPY from stdin", msg)
+		}
+	}
 }

@@ -3,12 +3,13 @@ package pgwire
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/cellardb/cellar/query/pgtypes"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"math"
 	"math/big"
 	"strings"
 	"time"
+
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // Values on the wire: text format is pgtypes.FormatText; binary format is

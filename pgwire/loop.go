@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cellardb/cellar/query/pgtypes"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"io"
 	"net"
 	"strings"
@@ -14,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // loop serves messages until the client leaves or a fatal error.
@@ -177,7 +177,15 @@ func (c *conn) simpleQuery(sql string) {
 			return
 		}
 		c.sendNotices(res.Notices)
-		if res.Copy != nil {
+		if res.CopyIn != nil {
+			tag, err := c.receiveCopyIn(res.CopyIn)
+			if err != nil {
+				c.sendError(err)
+				c.sess.Failed()
+				return
+			}
+			res.Tag = tag
+		} else if res.Copy != nil {
 			if err := c.sendCopyOut(res); err != nil {
 				c.sendError(err)
 				return
@@ -421,6 +429,14 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 		p.res = res
 		c.sendNotices(res.Notices)
 		c.applyEffects(res)
+		if res.CopyIn != nil {
+			tag, err := c.receiveCopyIn(res.CopyIn)
+			if err != nil {
+				return err
+			}
+			c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+			return nil
+		}
 		if res.Copy != nil {
 			if err := c.sendCopyOut(res); err != nil {
 				return err

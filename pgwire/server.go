@@ -8,13 +8,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/cellardb/cellar/query/pgtypes"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/pgtypes"
 )
 
 // Session is the SQL layer a connection talks to (package query's

@@ -3,16 +3,17 @@ package query
 import (
 	"context"
 	"fmt"
-	"github.com/cellardb/cellar/query/pgtypes"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
-// COPY (query) TO STDOUT: the rows of a query in COPY's text, CSV or
-// binary format, which the wire layer writes (psql's \copy uses it too).
-// COPY of tables, and COPY FROM, need tables in SQL: issue 6.
+// COPY (query) TO STDOUT and COPY table [(columns)] TO STDOUT: the rows
+// in COPY's text, CSV or binary format, which the wire layer writes
+// (psql's \copy uses it too). COPY table FROM STDIN: copyin.go.
 
 // CopyOut asks the wire layer to send a result as COPY data.
 type CopyOut struct {
@@ -24,21 +25,48 @@ type CopyOut struct {
 }
 
 func (s *Session) compileCopy(ctx context.Context, st *Statement, c *pg.CopyStmt) (*Statement, error) {
-	switch {
-	case c.IsFrom:
-		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY FROM is not supported yet: tables in SQL arrive with issue 6")
-	case c.Relation != nil:
-		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY of a table is not supported yet: tables in SQL arrive with issue 6; COPY (query) TO STDOUT works")
-	case c.Filename != "" || c.IsProgram:
-		return nil, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "COPY to a file or program on the server is not allowed; use COPY ... TO STDOUT or psql's \\copy")
+	if c.Filename != "" || c.IsProgram {
+		return nil, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "COPY to or from a file or program on the server is not allowed; use STDIN/STDOUT or psql's \\copy")
 	}
-	inner, err := s.compile(ctx, st.SQL, c.Query, nil)
+	out, err := copyOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.IsFrom {
+		return s.compileCopyFrom(ctx, st, c, out)
+	}
+	query := c.Query
+	if c.Relation != nil {
+		// COPY t [(cols)] TO STDOUT is SELECT cols FROM t.
+		sel := &pg.SelectStmt{FromClause: []*pg.Node{{Node: &pg.Node_RangeVar{RangeVar: c.Relation}}}}
+		if len(c.Attlist) == 0 {
+			sel.TargetList = []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{{Node: &pg.Node_AStar{AStar: &pg.A_Star{}}}}}}}}}}}
+		}
+		for _, a := range c.Attlist {
+			sel.TargetList = append(sel.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{a}}}}}}})
+		}
+		query = &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}}
+	}
+	inner, err := s.compile(ctx, st.SQL, query, nil)
 	if err != nil {
 		return nil, err
 	}
 	if inner.Columns == nil {
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY query must return rows")
 	}
+	st.Params = inner.Params
+	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
+		res, err := inner.run(ctx, s, args)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Columns: res.Columns, Rows: res.Rows, Tag: fmt.Sprintf("COPY %d", len(res.Rows)), Copy: out}, nil
+	}
+	return st, nil
+}
+
+// copyOptions reads COPY's options.
+func copyOptions(c *pg.CopyStmt) (*CopyOut, error) {
 	out := &CopyOut{Format: "text", Delimiter: "\t", Null: `\N`, Quote: `"`}
 	delimSet, nullSet := false, false
 	for _, o := range c.Options {
@@ -105,13 +133,5 @@ func (s *Session) compileCopy(ctx context.Context, st *Statement, c *pg.CopyStmt
 	if out.Header && out.Format == "text" {
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY HEADER available only in CSV mode")
 	}
-	st.Params = inner.Params
-	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
-		res, err := inner.run(ctx, s, args)
-		if err != nil {
-			return nil, err
-		}
-		return &Result{Columns: res.Columns, Rows: res.Rows, Tag: fmt.Sprintf("COPY %d", len(res.Rows)), Copy: out}, nil
-	}
-	return st, nil
+	return out, nil
 }

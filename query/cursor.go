@@ -3,11 +3,12 @@ package query
 import (
 	"context"
 	"fmt"
-	"github.com/cellardb/cellar/query/pgtypes"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"math"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // Cursors (DECLARE / FETCH / MOVE / CLOSE), which psycopg's named cursors

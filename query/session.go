@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cellardb/cellar/query/pgtypes"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"strings"
 	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
 	"github.com/pingcap/tidb/pkg/parser"
+
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // SessionOptions describe the connection a session serves.
@@ -149,6 +150,9 @@ type Result struct {
 	DiscardAll bool
 	// Copy, if set, asks for the rows as COPY data.
 	Copy *CopyOut
+	// CopyIn, if set, asks the wire layer for COPY data (COPY FROM
+	// STDIN); the statement's tag comes from CopyIn.Done.
+	CopyIn *CopyIn
 }
 
 // Parse parses a simple query string into its statements. A syntax error

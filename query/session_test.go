@@ -3,12 +3,13 @@ package query
 import (
 	"context"
 	"fmt"
-	"github.com/cellardb/cellar/query/pgtypes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/cellardb/cellar/query/pgtypes"
 )
 
 // TestSessionDataDriven runs simple-query scripts:

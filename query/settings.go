@@ -1,12 +1,13 @@
 package query
 
 import (
-	"github.com/cellardb/cellar/query/pgtypes"
-	"github.com/cellardb/cellar/query/sqlstate"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // A setting is a run-time parameter a session can SHOW, and SET unless it

@@ -107,6 +107,9 @@ func loadFixture(t testing.TB, cat *memCatalog) {
 		// A column whose values this package cannot parse as its type
 		// is served as text.
 		for j := range cur.cols {
+			if cur.cols[j].OID == 1034 {
+				cur.cols[j].OID = 1009 // aclitem[] served as text[]
+			}
 			oid := cur.cols[j].OID
 			if oid == pgtypes.OIDUnknown || strings.HasPrefix(typeName(oid), "type ") || oid == OIDAclitem || oid == 1034 || oid == OIDPgNodeTree || oid == 2277 {
 				cur.cols[j].OID = pgtypes.OIDText
