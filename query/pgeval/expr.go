@@ -202,6 +202,7 @@ type compiler struct {
 	// srfSinks collect set-returning functions of the select lists being
 	// compiled, innermost last.
 	srfSinks []*srfSink
+	winSinks []*winSink
 }
 
 func (c *compiler) paramType(i int) uint32 {

@@ -1151,7 +1151,7 @@ func (c *compiler) funcCallSRF(f *pg.FuncCall, sc *scope, inFrom bool) (*Expr, e
 		return nil, errAt(f.Location, sqlstate.CodeUndefinedFunction, "function %s(%s) does not exist", strings.Join(parts, "."), "")
 	}
 	if f.Over != nil {
-		return nil, errAt(f.Location, sqlstate.CodeFeatureNotSupported, "window functions are not supported")
+		return c.window(name, f, sc)
 	}
 	if aggNames[name] {
 		return c.aggregate(name, f, sc)

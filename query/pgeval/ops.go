@@ -492,6 +492,16 @@ func (c *compiler) unary(op string, r *Expr, loc int32) (*Expr, error) {
 			}
 			return out, nil
 		}
+	case "~":
+		if isInt(r.oid) {
+			return &Expr{oid: r.oid, name: "?column?", desc: "(~ " + r.desc + ")", eval: func(ec *evalCtx, row []any) (any, error) {
+				v, err := r.eval(ec, row)
+				if err != nil || v == nil {
+					return v, err
+				}
+				return ^v.(int64), nil
+			}}, nil
+		}
 	case "@":
 		if isNumber(r.oid) {
 			return c.callBuiltin("abs", []*Expr{r}, loc)
@@ -527,6 +537,8 @@ func (c *compiler) binop(op string, l, r *Expr, loc int32) (*Expr, error) {
 		return c.arrayOp(op, l, r, loc)
 	case "^":
 		return c.callBuiltin("power", []*Expr{l, r}, loc)
+	case "&", "|", "#", "<<", ">>":
+		return c.bitwise(op, l, r, loc)
 	}
 	return nil, noOperator(loc, op, l.oid, r.oid)
 }
@@ -1332,3 +1344,60 @@ func jsonbConcat(a, b string) (any, error) {
 }
 
 var _ = unicode.IsSpace
+
+// bitwise compiles & | # << >> on integers.
+func (c *compiler) bitwise(op string, l, r *Expr, loc int32) (*Expr, error) {
+	var err error
+	if l.oid == pgtypes.OIDUnknown {
+		if l, err = c.coerce(l, pgtypes.OIDInt4, loc); err != nil {
+			return nil, err
+		}
+	}
+	if r.oid == pgtypes.OIDUnknown {
+		if r, err = c.coerce(r, pgtypes.OIDInt4, loc); err != nil {
+			return nil, err
+		}
+	}
+	if !isInt(l.oid) || !isInt(r.oid) {
+		return nil, noOperator(loc, op, l.oid, r.oid)
+	}
+	res := arithType(l.oid, r.oid)
+	if op == "<<" || op == ">>" {
+		res = l.oid
+	}
+	return &Expr{oid: res, name: "?column?", desc: "(" + l.desc + " " + op + " " + r.desc + ")", eval: func(ec *evalCtx, row []any) (any, error) {
+		x, err := l.eval(ec, row)
+		if err != nil || x == nil {
+			return nil, err
+		}
+		y, err := r.eval(ec, row)
+		if err != nil || y == nil {
+			return nil, err
+		}
+		a, b := x.(int64), y.(int64)
+		var v int64
+		switch op {
+		case "&":
+			v = a & b
+		case "|":
+			v = a | b
+		case "#":
+			v = a ^ b
+		case "<<":
+			v = a << (uint64(b) & 63)
+		case ">>":
+			v = a >> (uint64(b) & 63)
+		}
+		lo, hi := intRange(res)
+		if v < lo || v > hi {
+			// Shifts wrap within the type, as in C.
+			switch res {
+			case pgtypes.OIDInt2:
+				v = int64(int16(v))
+			case pgtypes.OIDInt4:
+				v = int64(int32(v))
+			}
+		}
+		return v, nil
+	}}, nil
+}

@@ -304,7 +304,7 @@ func (c *compiler) selectStmt(s *pg.SelectStmt, outer *scope) (*query, error) {
 		}
 	}
 	if len(s.WindowClause) > 0 {
-		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "window functions are not supported")
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "WINDOW clauses are not supported")
 	}
 	switch {
 	case s.Op != pg.SetOperation_SETOP_NONE && s.Op != pg.SetOperation_SET_OPERATION_UNDEFINED:
@@ -1080,6 +1080,10 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 	var srfs []*Expr
 	c.srfSinks = append(c.srfSinks, &srfSink{base: srfBase, srfs: &srfs})
 	defer func() { c.srfSinks = c.srfSinks[:len(c.srfSinks)-1] }()
+	winBase := new(int)
+	var wins []*winSpec
+	c.winSinks = append(c.winSinks, &winSink{base: winBase, specs: &wins})
+	defer func() { c.winSinks = c.winSinks[:len(c.winSinks)-1] }()
 	var targets []target
 	for _, t := range s.TargetList {
 		rt := t.GetResTarget()
@@ -1190,9 +1194,13 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 		}
 	}
 	if grouped {
-		*srfBase = g.nkeys + len(g.aggs)
+		*winBase = g.nkeys + len(g.aggs)
 	} else {
-		*srfBase = len(sc.cols)
+		*winBase = len(sc.cols)
+	}
+	*srfBase = *winBase + len(wins)
+	if len(wins) > 0 {
+		n = &windowNode{in: n, specs: &wins}
 	}
 	for i, e := range exprs {
 		if e.srf != nil {
