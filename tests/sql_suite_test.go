@@ -112,6 +112,49 @@ func TestSQLSuite(t *testing.T) {
 			t.Errorf("COMMIT of a failed block: %q, %v; want ROLLBACK", tag.String(), err)
 		}
 	})
+	// sqltest uses the simple protocol; prepared statements with
+	// parameters (the extended protocol) are checked here.
+	t.Run("prepared", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, d.pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(ctx, `CREATE TABLE prep_t (_key TEXT PRIMARY KEY, "c:n" BIGINT, "c:s" TEXT)`); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5; i++ {
+			if _, err := conn.Exec(ctx, `INSERT INTO prep_t (_key, "c:n", "c:s") VALUES ($1, $2, $3)`, fmt.Sprintf("k%d", i), int64(i*10), fmt.Sprintf("s%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int64
+		var s string
+		for i := 0; i < 5; i++ {
+			if err := conn.QueryRow(ctx, `SELECT "c:n", "c:s" FROM prep_t WHERE _key = $1`, fmt.Sprintf("k%d", i)).Scan(&n, &s); err != nil || n != int64(i*10) || s != fmt.Sprintf("s%d", i) {
+				t.Fatalf("point read k%d: %d %q %v", i, n, s, err)
+			}
+		}
+		// $1 twice, a range with parameters, an UPDATE with a parameter.
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM prep_t WHERE _key >= $1 AND _key < $2 AND "c:n" <> $3`, "k1", "k4", int64(20)).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("range count: %d %v", n, err)
+		}
+		if err := conn.QueryRow(ctx, `SELECT "c:n" + $1 FROM prep_t WHERE _key = 'k1' AND "c:n" < $1`, int64(100)).Scan(&n); err != nil || n != 110 {
+			t.Fatalf("$1 twice: %d %v", n, err)
+		}
+		tag, err := conn.Exec(ctx, `UPDATE prep_t SET "c:n" = "c:n" + $1 WHERE _key = $2`, int64(5), "k2")
+		if err != nil || tag.String() != "UPDATE 1" {
+			t.Fatalf("UPDATE with parameters: %q %v", tag.String(), err)
+		}
+		if err := conn.QueryRow(ctx, `SELECT "c:n" FROM prep_t WHERE _key = $1`, "k2").Scan(&n); err != nil || n != 25 {
+			t.Fatalf("after UPDATE: %d %v", n, err)
+		}
+		if _, err := conn.Exec(ctx, `DROP TABLE prep_t`); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestConcurrentIncrements: many connections increment one cell through
