@@ -122,51 +122,37 @@ func (r *planRows) Close() { r.it.close() }
 // in the runs so far.
 func (p *Plan) Explain(analyze bool) []string {
 	var out []string
-	var rec func(n node, depth int, arrow bool)
-	rec = func(n node, depth int, arrow bool) {
+	var rec func(n node, depth int)
+	rec = func(n node, depth int) {
 		title, props, kids := n.explain()
 		if title == "" {
 			// Transparent nodes (projection, column stripping).
 			for _, k := range kids {
-				rec(k, depth, arrow)
+				rec(k, depth)
 			}
 			return
 		}
-		indent := strings.Repeat(" ", depth*6)
-		line := indent + title
-		if arrow {
-			line = indent + "->  " + title
+		line, propIndent := title, 2
+		if depth > 0 {
+			ind := 2 + 6*(depth-1)
+			line, propIndent = strings.Repeat(" ", ind)+"->  "+title, ind+6
 		}
 		if analyze {
 			st := n.stats()
 			line += fmt.Sprintf(" (actual time=%.3f rows=%d loops=%d)", float64(st.nanos.Load())/float64(time.Millisecond), st.rows.Load(), st.loops.Load())
 		}
 		out = append(out, line)
-		pi := indent + "  "
-		if arrow {
-			pi = indent + "      "
-		}
 		for _, pr := range props {
-			out = append(out, pi+pr)
+			out = append(out, strings.Repeat(" ", propIndent)+pr)
 		}
 		for _, k := range kids {
-			d := depth
-			if arrow {
-				d++
-			}
-			rec(k, d+1-boolInt(!arrow), true)
+			rec(k, depth+1)
 		}
 	}
-	rec(p.root, 0, false)
+	rec(p.root, 0)
 	return out
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // query is a compiled SELECT: its node and output columns.
 type query struct {
