@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -164,6 +165,9 @@ type exprs struct {
 }
 
 func (x *exprs) compile(n *pg.Node, want uint32) (*pgeval.Expr, error) {
+	if hasSubquery(n) {
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries in writes are not supported (table %s); a statement reads one table, once", x.t.name)
+	}
 	if p := n.GetParamRef(); p != nil && want != 0 {
 		// A bare parameter takes its column's type, as in PostgreSQL.
 		n = &pg.Node{Node: &pg.Node_TypeCast{TypeCast: &pg.TypeCast{Arg: n, TypeName: typeNameNode(want), Location: -1}}}
@@ -628,13 +632,18 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 				return out, nil
 			}
 		}
-		n := 0
+		mode := insertMode{upsert: upsert, conflict: oc, set: set, where: conflictWhere, readsRow: readsRow, named: named}
+		// Rows are independent writes; outside a transaction, and
+		// without RETURNING (whose rows come in order), many are in
+		// flight at once.
+		par := newParallel(ctx, s.txw == nil && ret == nil)
 		for {
 			in, err := next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
+				par.wait()
 				return nil, err
 			}
 			w := rowWrite{vals: make([]any, len(t.codec.cols)), set: make([]bool, len(t.codec.cols)), ts: -1}
@@ -648,22 +657,26 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 				w.vals[idx], w.set[idx] = in[k], true
 			}
 			if tsCol >= 0 && len(set) > 0 {
+				par.wait()
 				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "_ts with ON CONFLICT DO UPDATE is not supported")
 			}
-			done, out, err := s.insertRow(ctx, t, w, insertMode{upsert: upsert, conflict: oc, set: set, where: conflictWhere, readsRow: readsRow, named: named}, env, args)
+			err = par.do(func() (bool, error) {
+				done, out, err := s.insertRow(ctx, t, w, mode, env, args)
+				if err != nil || !done || ret == nil {
+					return done, err
+				}
+				r, err := ret.row(ctx, env, out, args)
+				rows = append(rows, r)
+				return true, err
+			})
 			if err != nil {
+				par.wait()
 				return nil, err
 			}
-			if done {
-				n++
-				if ret != nil {
-					r, err := ret.row(ctx, env, out, args)
-					if err != nil {
-						return nil, err
-					}
-					rows = append(rows, r)
-				}
-			}
+		}
+		n, err := par.wait()
+		if err != nil {
+			return nil, err
 		}
 		return tagResult("INSERT 0", n, ret, rows), nil
 	}
@@ -683,6 +696,13 @@ func containsInt(xs []int, v int) bool {
 // be a whole millisecond, as on Bigtable.
 func writeTimestamp(v any, oid uint32) (any, error) {
 	var us int64
+	if s, ok := v.(string); ok {
+		t, err := pgeval.Cast(s, pgtypes.OIDText, pgtypes.OIDTimestamptz)
+		if err != nil {
+			return nil, err
+		}
+		v = t
+	}
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
@@ -957,4 +977,65 @@ func resultName(n *pg.Node) string {
 		return t[len(t)-1].GetString_().GetSval()
 	}
 	return "?column?"
+}
+
+// parallel runs a statement's row writes, up to writeParallel at once
+// when allowed, else one after another; it counts the rows that were
+// written and keeps the first error.
+type parallel struct {
+	ctx  context.Context
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	n    int
+	err  error
+	sync bool
+}
+
+const writeParallel = 32
+
+func newParallel(ctx context.Context, allowed bool) *parallel {
+	return &parallel{ctx: ctx, sem: make(chan struct{}, writeParallel), sync: !allowed}
+}
+
+func (p *parallel) record(done bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if done {
+		p.n++
+	}
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+// do runs one write; it returns the first error seen so far.
+func (p *parallel) do(f func() (bool, error)) error {
+	if p.sync {
+		p.record(f())
+		return p.err
+	}
+	p.mu.Lock()
+	err := p.err
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case p.sem <- struct{}{}:
+	case <-p.ctx.Done():
+		return canceled(p.ctx.Err())
+	}
+	p.wg.Add(1)
+	go func() {
+		defer func() { <-p.sem; p.wg.Done() }()
+		p.record(f())
+	}()
+	return nil
+}
+
+// wait waits for the writes in flight.
+func (p *parallel) wait() (int, error) {
+	p.wg.Wait()
+	return p.n, p.err
 }

@@ -50,7 +50,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 		st.Params = q.plan.Params()
 	case *pg.Node_UpdateStmt, *pg.Node_DeleteStmt, *pg.Node_InsertStmt:
 		var err error
-		if inner, err = s.compileTable(ctx, piece{text: p.text}, ex.Query, paramOIDs); err != nil {
+		if inner, err = s.compileTable(ctx, piece{text: p.text, upsert: p.explainUpsert}, ex.Query, paramOIDs); err != nil {
 			return nil, err
 		}
 		st.Params = inner.Params
@@ -76,7 +76,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 		case *pg.Node_InsertStmt:
 			head = "Insert on " + y.InsertStmt.Relation.Relname
 			switch {
-			case p.upsert:
+			case p.explainUpsert:
 				head += " (each row: a blind write)"
 			case y.InsertStmt.OnConflictClause != nil:
 				head += " (each row: a check-and-mutate, ON CONFLICT)"

@@ -36,6 +36,10 @@ type piece struct {
 	offset int // in characters, where text starts in the query string
 	kind   string
 	upsert bool
+	// asOf is the expression of AS OF TIMESTAMP, taken out of text.
+	asOf string
+	// explainUpsert: EXPLAIN of an UPSERT (text has INSERT in its place).
+	explainUpsert bool
 }
 
 // split divides a query string into statements, classified.
@@ -47,13 +51,21 @@ func split(sql string) ([]piece, error) {
 	var out []piece
 	start, depth := -1, 0
 	var first []string
+	upsertAt := -1 // EXPLAIN's UPSERT
 	flush := func(end int) {
 		if start >= 0 {
 			p := piece{text: strings.TrimSpace(sql[start:end]), offset: utf8.RuneCountInString(sql[:start])}
 			p.kind, p.upsert = classify(first)
+			if upsertAt >= 0 && p.kind == kindPG {
+				// EXPLAIN [options] UPSERT: read it as INSERT (same
+				// length, so positions stay right).
+				at := upsertAt - start // text starts at the first token
+				p.text = p.text[:at] + "INSERT" + p.text[at+len("upsert"):]
+				p.explainUpsert = true
+			}
 			out = append(out, p)
 		}
-		start, first = -1, nil
+		start, first, upsertAt = -1, nil, -1
 	}
 	for _, t := range sc.Tokens {
 		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
@@ -74,8 +86,12 @@ func split(sql string) ([]piece, error) {
 		if start < 0 {
 			start = int(t.Start)
 		}
+		word := strings.ToLower(sql[t.Start:t.End])
+		if len(first) > 0 && first[0] == "explain" && word == "upsert" && upsertAt < 0 && depth == 0 {
+			upsertAt = int(t.Start)
+		}
 		if len(first) < 3 {
-			first = append(first, strings.ToLower(sql[t.Start:t.End]))
+			first = append(first, word)
 		}
 	}
 	flush(len(sql))
@@ -114,11 +130,16 @@ func classify(words []string) (kind string, upsert bool) {
 
 // parsePiece parses one statement with its grammar; a PG statement's
 // node is returned, a dialect statement is read when it is planned.
-func parsePiece(p piece) (*pg.Node, error) {
+func parsePiece(p *piece) (*pg.Node, error) {
 	if p.kind == kindDialect {
 		return nil, nil
 	}
 	text := p.text
+	if asOf, rest, err := cutAsOf(text); err != nil {
+		return nil, shiftPosition(err, p.offset)
+	} else if asOf != "" {
+		text, p.asOf = rest, asOf
+	}
 	if p.upsert {
 		// Same length, so positions stay right.
 		text = "INSERT" + text[len("upsert"):]
@@ -189,4 +210,30 @@ func (s *Session) compileLater(p piece, n *pg.Node, paramOIDs []uint32) *Stateme
 		return c, shiftPosition(err, p.offset)
 	}
 	return st
+}
+
+// cutAsOf takes AS OF TIMESTAMP <constant or $n> out of a query (after its
+// table), which PostgreSQL's grammar does not have, blanking it so that
+// positions stay right. The expression reads the table as of that time.
+func cutAsOf(text string) (string, string, error) {
+	sc, err := pg.Scan(text)
+	if err != nil {
+		return "", text, nil
+	}
+	toks := sc.Tokens
+	for i := 0; i+3 < len(toks); i++ {
+		if toks[i].Token != pg.Token_AS || toks[i+1].Token != pg.Token_OF || !strings.EqualFold(text[toks[i+2].Start:toks[i+2].End], "timestamp") {
+			continue
+		}
+		end := i + 3
+		switch toks[end].Token {
+		case pg.Token_SCONST, pg.Token_PARAM, pg.Token_ICONST:
+		default:
+			return "", "", &sqlstate.Error{Code: sqlstate.CodeSyntaxError, Message: "AS OF TIMESTAMP takes a constant or a parameter", Position: int(toks[end].Start) + 1}
+		}
+		expr := text[toks[end].Start:toks[end].End]
+		blank := strings.Repeat(" ", int(toks[end].End-toks[i].Start))
+		return expr, text[:toks[i].Start] + blank + text[toks[end].End:], nil
+	}
+	return "", text, nil
 }

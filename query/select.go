@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/cellardb/cellar/query/catalog"
 	"github.com/cellardb/cellar/query/pgeval"
+	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
 
@@ -40,8 +42,10 @@ type stmtCatalog struct {
 	s *Session
 	// extra columns per table: undeclared qualifiers of open families
 	// that the statement names.
-	extra  map[string][]catalog.Column
-	asOf   map[string]int64
+	extra map[string][]catalog.Column
+	// asOf, if not 0, is the time (µs) the statement reads its tables
+	// at (AS OF TIMESTAMP); set before each execution.
+	asOf   int64
 	user   []*tableRel
 	params []uint32
 }
@@ -56,6 +60,16 @@ func (c *stmtCatalog) Relation(ctx context.Context, schema, name string) (pgeval
 			return nil, sqlstate.Errorf(sqlstate.CodeUndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
 		}
 	case "public":
+	case cellsSchema:
+		if c.s.opts.Tables == nil {
+			return nil, sqlstate.Errorf(sqlstate.CodeUndefinedTable, "relation \"cells.%s\" does not exist", name)
+		}
+		def, _, err := c.s.opts.Tables.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		c.user = append(c.user, &tableRel{name: name})
+		return &cellsRel{s: c.s, name: name, def: def, cat: c}, nil
 	default:
 		return nil, sqlstate.Errorf("3F000", "schema %q does not exist", schema)
 	}
@@ -71,15 +85,21 @@ func (c *stmtCatalog) Relation(ctx context.Context, schema, name string) (pgeval
 		d.Columns = append(append([]catalog.Column(nil), def.Columns...), extra...)
 		def = &d
 	}
-	rel := &tableRel{s: c.s, name: name, codec: newRowCodec(def), asOf: c.asOf[name], params: &c.params}
+	rel := &tableRel{s: c.s, name: name, codec: newRowCodec(def), cat: c, params: &c.params}
 	c.user = append(c.user, rel)
 	return rel, nil
 }
+
+// cellsSchema holds each table's cells view (cells.go).
+const cellsSchema = "cells"
 
 // compileTable plans a statement that reads or writes tables.
 func (s *Session) compileTable(ctx context.Context, p piece, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
 	switch x := n.Node.(type) {
 	case *pg.Node_SelectStmt:
+		if p.asOf != "" {
+			return s.compileAsOf(ctx, p, n, paramOIDs)
+		}
 		return s.compileQuery(ctx, p.text, n, paramOIDs)
 	case *pg.Node_InsertStmt:
 		return s.compileInsert(ctx, p, x.InsertStmt, paramOIDs)
@@ -126,15 +146,15 @@ func dialectLimits(n *pg.Node, cat *stmtCatalog) error {
 	if len(cat.user) == 0 {
 		return nil
 	}
+	if hasSubquery(n) {
+		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries over user tables are not supported (table %s); a statement reads one table, once", cat.user[0].name)
+	}
 	if len(cat.user) > 1 {
 		names := []string{}
 		for _, r := range cat.user {
 			names = append(names, r.name)
 		}
 		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "joins over user tables are not supported (this query reads %s); a statement reads one table", strings.Join(names, ", "))
-	}
-	if hasSubquery(n) {
-		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries over user tables are not supported (table %s)", cat.user[0].name)
 	}
 	return nil
 }
@@ -145,6 +165,7 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 		return nil, err
 	}
 	st := &Statement{SQL: text, Columns: q.plan.Columns(), Params: q.plan.Params(), kind: "SELECT"}
+	st.asOf = func(us int64) { q.cat.asOf = us }
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		rows, err := q.plan.Run(ctx, s.env(q.cat), args)
 		if err != nil {
@@ -235,4 +256,40 @@ func (s *Session) resolveNames(ctx context.Context, n *pg.Node, cat *stmtCatalog
 		}
 	})
 	return nil
+}
+
+// compileAsOf plans a query that reads its tables as of a past time:
+// each column shows its newest version at or before it. Deletions are
+// not undone: as in Bigtable, a deletion hides the cells it covers at
+// every time (the cells are gone at the next major compaction).
+func (s *Session) compileAsOf(ctx context.Context, p piece, n *pg.Node, paramOIDs []uint32) (*Statement, error) {
+	inner, err := s.compileQuery(ctx, p.text, n, paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := pg.Parse("SELECT " + p.asOf)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	target := tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val
+	e, err := pgeval.CompileExpr(target, nil, s.env(nil), inner.Params)
+	if err != nil {
+		return nil, err
+	}
+	st := &Statement{SQL: p.text, Columns: inner.Columns, Params: inner.Params, kind: "SELECT"}
+	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
+		v, err := e.Eval(ctx, s.env(nil), nil, args)
+		if err != nil {
+			return nil, err
+		}
+		if v, err = pgeval.Cast(v, e.OID(), pgtypes.OIDTimestamptz); err != nil {
+			return nil, err
+		}
+		if v == nil {
+			return nil, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "AS OF TIMESTAMP is NULL")
+		}
+		inner.asOf(v.(time.Time).UnixMicro())
+		return inner.run(ctx, s, args)
+	}
+	return st, nil
 }

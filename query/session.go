@@ -134,6 +134,8 @@ type Statement struct {
 	// later, if set, plans the statement when it first runs (a simple
 	// query's statements on tables).
 	later func(ctx context.Context, s *Session) (*Statement, error)
+	// asOf sets the time a query reads its tables at (AS OF TIMESTAMP).
+	asOf func(us int64)
 }
 
 // Result is what a statement produced.
@@ -164,8 +166,8 @@ func (s *Session) Parse(sql string) ([]*Statement, error) {
 		return nil, err
 	}
 	nodes := make([]*pg.Node, len(pieces))
-	for i, p := range pieces {
-		if nodes[i], err = parsePiece(p); err != nil {
+	for i := range pieces {
+		if nodes[i], err = parsePiece(&pieces[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +203,7 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (
 		return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
 	p := pieces[0]
-	n, err := parsePiece(p)
+	n, err := parsePiece(&p)
 	if err != nil {
 		return nil, err
 	}

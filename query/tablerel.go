@@ -22,8 +22,8 @@ type tableRel struct {
 	s     *Session
 	name  string
 	codec *rowCodec
-	// asOf, if not zero, reads the versions at or before it (µs).
-	asOf int64
+	// cat is the statement's catalog (its AS OF time).
+	cat *stmtCatalog
 	// params are the statement's parameter types, for the constant sides
 	// of key predicates; set once the statement is prepared.
 	params *[]uint32
@@ -40,8 +40,8 @@ func (r *tableRel) Ordering() []int { return r.codec.keyIdx }
 
 func (r *tableRel) filter() ReadFilter {
 	f := ReadFilter{MaxVersions: 1}
-	if r.asOf != 0 {
-		f.TimeRange = model.TimeRange{End: r.asOf + 1}
+	if r.cat != nil && r.cat.asOf != 0 {
+		f.TimeRange = model.TimeRange{End: r.cat.asOf + 1}
 	}
 	return f
 }
@@ -76,7 +76,7 @@ func (r *tableRel) plan(ctx context.Context, req pgeval.ScanRequest) (rangeSet, 
 			}
 			v, err = pgeval.Cast(v, e.OID(), typeOID(key.Type))
 			if err != nil {
-				return nil, false, false, nil
+				return nil, false, false, err
 			}
 			if r.codec.raw {
 				switch x := v.(type) {
@@ -115,6 +115,68 @@ func (r *tableRel) term(n *pg.Node, env *pgeval.Env) (*pgeval.Expr, error) {
 	}
 	r.terms[n] = e
 	return e, nil
+}
+
+// Exact reports whether the row ranges apply a filter exactly — a key
+// predicate with constant operands — so that a LIMIT still goes down to
+// the scan.
+func (r *tableRel) Exact(f pgeval.Filter) bool {
+	n, ok := f.Node.(*pg.Node)
+	if !ok || len(r.codec.keyIdx) == 0 {
+		return false
+	}
+	return exactKeyPredicate(n, r.codec.cols[r.codec.keyIdx[0]].Name, r.codec.raw)
+}
+
+// exactKeyPredicate: n is a predicate the key analyzer turns into row
+// ranges without loss.
+func exactKeyPredicate(n *pg.Node, key string, raw bool) bool {
+	a := &keyAnalyzer{column: key}
+	switch {
+	case n.GetBoolExpr() != nil:
+		b := n.GetBoolExpr()
+		if b.Boolop == pg.BoolExprType_NOT_EXPR {
+			return false
+		}
+		for _, arg := range b.Args {
+			if !exactKeyPredicate(arg, key, raw) {
+				return false
+			}
+		}
+		return true
+	case n.GetAExpr() != nil:
+		e := n.GetAExpr()
+		op := ""
+		if len(e.Name) == 1 {
+			op = e.Name[0].GetString_().GetSval()
+		}
+		switch e.Kind {
+		case pg.A_Expr_Kind_AEXPR_OP:
+			switch op {
+			case "=", "<", "<=", ">", ">=":
+			default:
+				return false
+			}
+			return a.isKey(e.Lexpr) && isConstant(e.Rexpr) || a.isKey(e.Rexpr) && isConstant(e.Lexpr)
+		case pg.A_Expr_Kind_AEXPR_IN:
+			if op != "=" || !a.isKey(e.Lexpr) {
+				return false
+			}
+			for _, item := range e.Rexpr.GetList().GetItems() {
+				if !isConstant(item) {
+					return false
+				}
+			}
+			return true
+		case pg.A_Expr_Kind_AEXPR_BETWEEN:
+			items := e.Rexpr.GetList().GetItems()
+			return a.isKey(e.Lexpr) && len(items) == 2 && isConstant(items[0]) && isConstant(items[1])
+		case pg.A_Expr_Kind_AEXPR_LIKE:
+			c := e.Rexpr.GetAConst().GetSval()
+			return raw && op == "~~" && a.isKey(e.Lexpr) && c != nil && likePrefix(c.Sval) != ""
+		}
+	}
+	return false
 }
 
 // isConstant: n has no column and no subquery, so it evaluates once.
@@ -173,8 +235,8 @@ func (r *tableRel) Explain(req pgeval.ScanRequest) []string {
 	if req.Limit >= 0 {
 		out = append(out, fmt.Sprintf("  Scan limit: %d rows", req.Limit))
 	}
-	if r.asOf != 0 {
-		out = append(out, fmt.Sprintf("  As of: %d µs", r.asOf))
+	if r.cat != nil && r.cat.asOf != 0 {
+		out = append(out, fmt.Sprintf("  As of: %d µs", r.cat.asOf))
 	}
 	return out
 }

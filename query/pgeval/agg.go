@@ -556,3 +556,18 @@ func containsAgg(n *pg.Node) bool {
 	})
 	return found
 }
+
+// aggLocation is where the first aggregate call in n starts.
+func aggLocation(n *pg.Node) int32 {
+	loc := int32(-1)
+	walk(n, func(m *pg.Node) bool {
+		if f := m.GetFuncCall(); f != nil && loc < 0 {
+			name := strings.TrimPrefix(strings.ToLower(opName(f.Funcname)), "pg_catalog.")
+			if aggNames[name] {
+				loc = f.Location
+			}
+		}
+		return loc < 0 && m.GetSubLink() == nil
+	})
+	return loc
+}

@@ -318,6 +318,31 @@ func castText(s string, to uint32, ec *evalCtx) (any, error) {
 		return a, nil
 	case OIDInterval:
 		return parseInterval(s)
+	case pgtypes.OIDBytea:
+		if strings.HasPrefix(s, `\x`) {
+			break
+		}
+		// The escape format: \\ is a backslash, \nnn an octal byte.
+		var out []byte
+		for i := 0; i < len(s); i++ {
+			switch {
+			case s[i] != '\\':
+				out = append(out, s[i])
+			case i+1 < len(s) && s[i+1] == '\\':
+				out = append(out, '\\')
+				i++
+			case i+3 < len(s):
+				n, err := strconv.ParseUint(s[i+1:i+4], 8, 8)
+				if err != nil {
+					return nil, sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type bytea")
+				}
+				out = append(out, byte(n))
+				i += 3
+			default:
+				return nil, sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type bytea")
+			}
+		}
+		return out, nil
 	case pgtypes.OIDInt2, pgtypes.OIDInt4, pgtypes.OIDInt8:
 		v, err := pgtypes.ParseText(to, s)
 		if err != nil {

@@ -101,6 +101,9 @@ type Expr struct {
 	params []uint32
 	// col is 1 + the input column index of a plain column reference.
 	col int
+	// pos is the 1-based position of a literal in the statement text,
+	// for errors about it; 0 if unknown.
+	pos int
 	// recCols are the fields of a record-typed expression, when known.
 	recCols []pgtypes.Column
 }
@@ -426,6 +429,14 @@ func (c *compiler) expr(n *pg.Node, sc *scope) (*Expr, error) {
 }
 
 func (c *compiler) aconst(a *pg.A_Const) (*Expr, error) {
+	e, err := c.aconst1(a)
+	if e != nil {
+		e.pos = pos(a.Location)
+	}
+	return e, err
+}
+
+func (c *compiler) aconst1(a *pg.A_Const) (*Expr, error) {
 	if a.Isnull {
 		return constExpr(pgtypes.OIDUnknown, "?column?", nil), nil
 	}
@@ -445,7 +456,7 @@ func (c *compiler) aconst(a *pg.A_Const) (*Expr, error) {
 	case *pg.A_Const_Sval:
 		return constExpr(pgtypes.OIDUnknown, "?column?", v.Sval.Sval), nil
 	case *pg.A_Const_Boolval:
-		return constExpr(pgtypes.OIDBool, "bool", v.Boolval.Boolval), nil
+		return constExpr(pgtypes.OIDBool, "?column?", v.Boolval.Boolval), nil
 	case *pg.A_Const_Bsval:
 		return nil, errAt(a.Location, sqlstate.CodeFeatureNotSupported, "bit strings are not supported")
 	}
@@ -559,9 +570,14 @@ func (c *compiler) convert(e *Expr, to uint32, loc int32, explicit bool) (*Expr,
 		ec := &evalCtx{ctx: c.ctx, env: c.env}
 		v, err := castValue(e.val, from, to, ec)
 		if err != nil {
-			if se, ok := err.(*sqlstate.Error); ok && se.Position == 0 && loc >= 0 {
+			// PostgreSQL points at a literal whose text does not fit the
+			// type.
+			if se, ok := err.(*sqlstate.Error); ok && se.Position == 0 && from == pgtypes.OIDUnknown {
 				cp := *se
-				cp.Position = pos(loc)
+				cp.Position = e.pos
+				if cp.Position == 0 && loc >= 0 {
+					cp.Position = pos(loc)
+				}
 				return nil, &cp
 			}
 			return nil, err
@@ -601,13 +617,28 @@ func (c *compiler) typeOID(t *pg.TypeName) (uint32, int64, error) {
 		return 0, -1, errAt(t.Location, codeUndefinedObject, "type \"%s\" does not exist", name)
 	}
 	typmod := int64(-1)
-	if len(t.Typmods) > 0 {
-		if a := t.Typmods[0].GetAConst(); a != nil && a.GetIval() != nil {
-			typmod = int64(a.GetIval().Ival)
-			if oid == pgtypes.OIDVarchar || oid == OIDBpchar {
-				typmod += 4
-			}
+	var mods []int64
+	for _, m := range t.Typmods {
+		if a := m.GetAConst(); a != nil && a.GetIval() != nil {
+			mods = append(mods, int64(a.GetIval().Ival))
 		}
+	}
+	switch {
+	case len(mods) == 0:
+	case oid == pgtypes.OIDVarchar || oid == OIDBpchar:
+		typmod = mods[0] + 4
+	case oid == pgtypes.OIDNumeric:
+		scale := int64(0)
+		if len(mods) > 1 {
+			scale = mods[1]
+		}
+		typmod = (mods[0]<<16 | scale) + 4
+	default:
+		typmod = mods[0]
+	}
+	if oid == OIDBpchar && typmod < 0 && name != "bpchar" {
+		// char without a length is char(1).
+		typmod = 5
 	}
 	if oid == OIDBpchar && typmod < 0 && name == "bpchar" {
 		typmod = -1
@@ -641,6 +672,9 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 	name := in.name
 	if in.isConst || in.param > 0 {
 		name = typeShortName(to)
+		if e := elemOf[to]; e != 0 && to != OIDInt2Vector && to != OIDOidVector {
+			name = typeShortName(e)
+		}
 	}
 	if in.name == "?column?" && !in.isConst && in.param == 0 {
 		name = "?column?"

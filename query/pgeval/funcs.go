@@ -272,7 +272,7 @@ func buildFuncs() map[string][]*builtin {
 		var b strings.Builder
 		for i, v := range a {
 			if v != nil {
-				b.WriteString(textOf(t[i], v))
+				b.WriteString(outText(t[i], v))
 			}
 		}
 		return b.String(), nil
@@ -284,7 +284,7 @@ func buildFuncs() map[string][]*builtin {
 		var parts []string
 		for i, v := range a[1:] {
 			if v != nil {
-				parts = append(parts, textOf(t[i+1], v))
+				parts = append(parts, outText(t[i+1], v))
 			}
 		}
 		return strings.Join(parts, str(a[0])), nil
@@ -597,15 +597,21 @@ func buildFuncs() map[string][]*builtin {
 				return nil, sqlstate.Errorf(codeInvalidParameterValue, "step size cannot equal zero")
 			}
 			var out [][]any
+			// The series is charged while it is built, so that a huge one
+			// fails cleanly, and released once built: its rows are
+			// consumed at once.
+			var held int64
+			defer func() { ec.release(held) }()
 			up := compareValues(step, int64(0)) > 0
 			for v := a[0]; ; {
 				c := compareValues(v, a[1])
 				if (up && c > 0) || (!up && c < 0) {
 					break
 				}
-				if err := ec.charge([]any{v}); err != nil {
+				if err := ec.chargeN(64); err != nil {
 					return nil, err
 				}
+				held += 64
 				out = append(out, []any{v})
 				next, err := arithValues("+", t, v, step)
 				if err != nil {
@@ -1008,7 +1014,7 @@ func formatFn(_ *evalCtx, a []any, t []uint32) (any, error) {
 		switch f[i] {
 		case 's':
 			if v != nil {
-				b.WriteString(textOf(t[argn], v))
+				b.WriteString(outText(t[argn], v))
 			}
 		case 'I':
 			if v == nil {
@@ -1347,4 +1353,13 @@ func (c *compiler) pgSleep(args []*Expr, loc int32) (*Expr, error) {
 			return nil, sqlstate.Errorf(sqlstate.CodeQueryCanceled, "canceling statement due to user request")
 		}
 	}}, nil
+}
+
+// outText is a value's output-function text (concat, format): booleans
+// are t and f, unlike a cast to text.
+func outText(oid uint32, v any) string {
+	if _, ok := v.(bool); ok {
+		return FormatText(oid, v)
+	}
+	return textOf(oid, v)
 }

@@ -187,7 +187,7 @@ func unescapeCopy(s string) string {
 }
 
 func testEnv(cat Catalog) *Env {
-	settings := map[string]string{"search_path": `"$user", public`, "timezone": "UTC", "server_version": "15.0", "datestyle": "ISO, MDY", "server_version_num": "150000", "bytea_output": "hex", "client_encoding": "UTF8", "standard_conforming_strings": "on", "integer_datetimes": "on", "transaction_isolation": "read committed", "max_identifier_length": "63", "is_superuser": "on"}
+	settings := map[string]string{"search_path": `"$user", public`, "timezone": "Etc/UTC", "server_version": "15.0", "datestyle": "ISO, MDY", "server_version_num": "150000", "bytea_output": "hex", "client_encoding": "UTF8", "standard_conforming_strings": "on", "integer_datetimes": "on", "transaction_isolation": "read committed", "max_identifier_length": "63", "is_superuser": "on"}
 	return &Env{
 		Catalog:    cat,
 		Setting:    func(n string) (string, bool) { v, ok := settings[strings.ToLower(n)]; return v, ok },
@@ -262,15 +262,20 @@ func runQuery(env *Env, sql string, args []string, explain int) string {
 	b.WriteString(strings.Join(cols, " | ") + "\n")
 	rows, err := p.Run(ctx, env, argv)
 	if err != nil {
-		return b.String() + fmtErr(err)
+		return fmtErr(err)
 	}
 	defer rows.Close()
-	for {
+	for n := 0; ; n++ {
 		r, err := rows.Next(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if n == 0 {
+				// As psql shows it: an error before the first row
+				// replaces the result.
+				return fmtErr(err)
+			}
 			return b.String() + fmtErr(err)
 		}
 		var vals []string

@@ -972,7 +972,7 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 	var rest []*Expr
 	for _, cj := range conjuncts(s.WhereClause) {
 		if containsAgg(cj) {
-			return nil, errAt(-1, codeGroupingError, "aggregate functions are not allowed in WHERE")
+			return nil, errAt(aggLocation(cj), codeGroupingError, "aggregate functions are not allowed in WHERE")
 		}
 		if pushed := c.tryPush(cj, from); pushed {
 			continue
