@@ -2,10 +2,10 @@ package pgeval
 
 import (
 	"os"
-	"time"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 )

@@ -153,7 +153,6 @@ func (p *Plan) Explain(analyze bool) []string {
 	return out
 }
 
-
 // query is a compiled SELECT: its node and output columns.
 type query struct {
 	node  node
