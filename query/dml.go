@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -222,7 +223,12 @@ func assign(v any, from uint32, col catalog.Column) (any, error) {
 		return nil, nil
 	}
 	to := typeOID(col.Type)
-	if from == to {
+	if col.Varchar && col.Length > 0 {
+		if s, ok := v.(string); ok && utf8.RuneCountInString(s) > col.Length {
+			return nil, sqlstate.Errorf("22001", "value too long for type character varying(%d)", col.Length)
+		}
+	}
+	if from == to || (to == pgtypes.OIDText && from == pgtypes.OIDVarchar) {
 		return v, nil
 	}
 	out, err := pgeval.Cast(v, from, to)

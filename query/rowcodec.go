@@ -53,6 +53,14 @@ func typeOID(t model.ValueType) uint32 {
 	return pgtypes.OIDBytea
 }
 
+// columnOID is a column's PostgreSQL type: its cell type's, or varchar.
+func columnOID(c catalog.Column) uint32 {
+	if c.Varchar {
+		return pgtypes.OIDVarchar
+	}
+	return typeOID(c.Type)
+}
+
 // toModel converts a SQL value (pgtypes' Go form) to model's.
 func toModel(v any) any {
 	switch x := v.(type) {
@@ -109,7 +117,7 @@ func newRowCodec(t *catalog.Table) *rowCodec {
 func (c *rowCodec) columns() []pgtypes.Column {
 	out := make([]pgtypes.Column, len(c.cols))
 	for i, col := range c.cols {
-		out[i] = pgtypes.Column{Name: col.Name, OID: typeOID(col.Type)}
+		out[i] = pgtypes.Column{Name: col.Name, OID: columnOID(col)}
 	}
 	return out
 }

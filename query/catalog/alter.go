@@ -160,7 +160,9 @@ func (a *Altered) addColumn(cd *ast.ColumnDef) error {
 	case !a.Table.Plain && !qualified:
 		return errorf(codeInvalidDefinition, "column %q: in a table keyed by _key, add \"family:qualifier\" columns or \"family:\" families", name)
 	case a.Table.Plain:
-		a.Table.Columns = append(a.Table.Columns, Column{Name: name, Family: DefaultFamily, Qualifier: name, Type: typ})
+		col := Column{Name: name, Family: DefaultFamily, Qualifier: name, Type: typ}
+		col.Varchar, col.Length = varchar(cd.Tp)
+		a.Table.Columns = append(a.Table.Columns, col)
 		return nil
 	case qual == "":
 		return a.addFamily(fam, typ, true)
@@ -168,7 +170,9 @@ func (a *Altered) addColumn(cd *ast.ColumnDef) error {
 	if err := a.addFamily(fam, model.TypeBytea, false); err != nil {
 		return err
 	}
-	a.Table.Columns = append(a.Table.Columns, Column{Name: name, Family: fam, Qualifier: qual, Type: typ})
+	col := Column{Name: name, Family: fam, Qualifier: qual, Type: typ}
+	col.Varchar, col.Length = varchar(cd.Tp)
+	a.Table.Columns = append(a.Table.Columns, col)
 	return nil
 }
 

@@ -86,6 +86,7 @@ func FromCreate(stmt *ast.CreateTableStmt, opts []pglex.Option) (*Created, error
 			return nil, err
 		}
 		col := Column{Name: name, Type: typ}
+		col.Varchar, col.Length = varchar(cd.Tp)
 		for _, o := range cd.Options {
 			switch o.Tp {
 			case ast.ColumnOptionPrimaryKey, ast.ColumnOptionNotNull:
@@ -205,6 +206,17 @@ func primaryIndex(stmt *ast.CreateTableStmt, name string) (int, bool) {
 	}
 	i := slices.Index(key, name)
 	return i, i >= 0 && len(key) == 1
+}
+
+// varchar reads VARCHAR(n): a TEXT column with a length limit.
+func varchar(ft *types.FieldType) (bool, int) {
+	switch ft.GetType() {
+	case mysql.TypeVarchar, mysql.TypeVarString:
+		if ft.GetCharset() != "binary" {
+			return true, max(ft.GetFlen(), 0)
+		}
+	}
+	return false, 0
 }
 
 // valueType maps a column type, as the front end wrote it for the TiDB

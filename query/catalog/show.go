@@ -18,7 +18,14 @@ func CreateStatement(t *Table, s model.Schema) string {
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", quoteIdent(t.Name))
 	var lines []string
 	for _, c := range t.Columns {
-		line := "  " + quoteIdent(c.Name) + " " + strings.ToUpper(c.Type.String())
+		typ := strings.ToUpper(c.Type.String())
+		if c.Varchar {
+			typ = "VARCHAR"
+			if c.Length > 0 {
+				typ = fmt.Sprintf("VARCHAR(%d)", c.Length)
+			}
+		}
+		line := "  " + quoteIdent(c.Name) + " " + typ
 		if c.NotNull && !c.Key {
 			line += " NOT NULL"
 		}

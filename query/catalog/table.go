@@ -46,7 +46,11 @@ type Column struct {
 	Family    string          `json:"family,omitempty"`
 	Qualifier string          `json:"qualifier,omitempty"`
 	Type      model.ValueType `json:"type"`
-	Key       bool            `json:"key,omitempty"`
+	// Varchar: declared VARCHAR, stored as TEXT; Length, if not 0, is
+	// its limit in characters (VARCHAR(n)).
+	Varchar bool `json:"varchar,omitempty"`
+	Length  int  `json:"length,omitempty"`
+	Key     bool `json:"key,omitempty"`
 	NotNull   bool            `json:"not_null,omitempty"`
 }
 

@@ -272,8 +272,14 @@ func newSnapshot(src Source) *snapshot {
 			arrayType: ArrayTypeOID(t.Name), table: t}
 		var keyCols []colDef
 		for i, col := range t.Visible() {
-			typ := ColumnType(col.Type)
-			cd := colDef{name: col.Name, typ: typ, typmod: -1, notNull: col.Key || col.NotNull, coll: collationOf(typ)}
+			typ, typmod := ColumnType(col.Type), int64(-1)
+			if col.Varchar {
+				typ = pgtypes.OIDVarchar
+				if col.Length > 0 {
+					typmod = int64(col.Length) + 4 // PostgreSQL's VARHDRSZ
+				}
+			}
+			cd := colDef{name: col.Name, typ: typ, typmod: typmod, notNull: col.Key || col.NotNull, coll: collationOf(typ)}
 			c.cols = append(c.cols, cd)
 			if col.Key {
 				c.keys = append(c.keys, int64(i+1))
