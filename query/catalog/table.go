@@ -51,7 +51,7 @@ type Column struct {
 	Varchar bool `json:"varchar,omitempty"`
 	Length  int  `json:"length,omitempty"`
 	Key     bool `json:"key,omitempty"`
-	NotNull   bool            `json:"not_null,omitempty"`
+	NotNull bool `json:"not_null,omitempty"`
 }
 
 // Family is a column family as SQL sees it.
