@@ -1197,14 +1197,15 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 	if err != nil {
 		return nil, err
 	}
+	needSort := len(keys) > 0 && !c.ordered(from, keys, exprs, sc, grouped || len(srfs) > 0 || len(wins) > 0)
 	// Push LIMIT to a lone scan when nothing between needs all rows.
-	if len(from.rels) == 1 && from.rels[0].scan == from.node && len(rest) == 0 && !grouped && len(srfs) == 0 &&
-		len(s.DistinctClause) == 0 && len(keys) == 0 && limit != nil && exactFilters(from.rels[0].scan) {
+	if len(from.rels) == 1 && from.rels[0].scan == from.node && len(rest) == 0 && !grouped && len(srfs) == 0 && len(wins) == 0 &&
+		len(s.DistinctClause) == 0 && !needSort && limit != nil && exactFilters(from.rels[0].scan) {
 		from.rels[0].scan.limit = limit
 		from.rels[0].scan.offset2 = offset
 	}
 	n = &projectNode{in: n, exprs: exprs, srfs: srfs}
-	if len(keys) > 0 && !c.ordered(from, keys, exprs, sc, grouped || len(srfs) > 0) {
+	if needSort {
 		n = &sortNode{in: n, keys: keys}
 	}
 	if len(s.DistinctClause) > 0 {
