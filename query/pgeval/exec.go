@@ -344,6 +344,24 @@ type joinNode struct {
 	kind   joinKind
 	on     *Expr // over left++right; nil for a cross join
 	lw, rw int
+	// hashL and hashR are equi-join keys of the ON clause over the left
+	// and the right row: when set, the right rows are hashed on them and
+	// ON is evaluated only on the candidates.
+	hashL, hashR []*Expr
+}
+
+// joinKey evaluates equi-join keys; ok is false if one is NULL (NULL
+// never equals anything).
+func joinKey(ec *evalCtx, keys []*Expr, row []any) (string, bool, error) {
+	vals := make([]any, len(keys))
+	for i, k := range keys {
+		v, err := k.eval(ec, row)
+		if err != nil || v == nil {
+			return "", false, err
+		}
+		vals[i] = v
+	}
+	return rowKey(vals, nil), true, nil
 }
 
 func (n *joinNode) open(ec *evalCtx) (iter, error) {
@@ -357,6 +375,25 @@ func (n *joinNode) open(ec *evalCtx) (iter, error) {
 		return nil, err
 	}
 	matchedRight := make([]bool, len(right))
+	var buckets map[string][]int
+	if len(n.hashR) > 0 {
+		buckets = map[string][]int{}
+		for i, rr := range right {
+			k, ok, err := joinKey(ec, n.hashR, rr)
+			if err != nil {
+				lit.close()
+				ec.release(held)
+				return nil, err
+			}
+			if ok {
+				buckets[k] = append(buckets[k], i)
+			}
+		}
+	}
+	all := make([]int, len(right))
+	for i := range all {
+		all[i] = i
+	}
 	var pending [][]any
 	leftDone := false
 	rightTail := 0
@@ -394,7 +431,19 @@ func (n *joinNode) open(ec *evalCtx) (iter, error) {
 				return nil, err
 			}
 			matched := false
-			for i, rr := range right {
+			cands := all
+			if buckets != nil {
+				k, ok, err := joinKey(ec, n.hashL, lr)
+				if err != nil {
+					return nil, err
+				}
+				cands = nil
+				if ok {
+					cands = buckets[k]
+				}
+			}
+			for _, i := range cands {
+				rr := right[i]
 				row := make([]any, 0, n.lw+n.rw)
 				row = append(append(row, lr...), rr...)
 				if n.on != nil {
@@ -421,6 +470,10 @@ func (n *joinNode) open(ec *evalCtx) (iter, error) {
 
 func (n *joinNode) explain() (string, []string, []node) {
 	title := map[joinKind]string{joinInner: "Nested Loop", joinLeft: "Nested Loop Left Join", joinRight: "Nested Loop Right Join", joinFull: "Nested Loop Full Join"}[n.kind]
+	if len(n.hashR) > 0 {
+		title = map[joinKind]string{joinInner: "Hash Join", joinLeft: "Hash Left Join", joinRight: "Hash Right Join", joinFull: "Hash Full Join"}[n.kind]
+		return title, []string{"Hash Cond: " + descs(n.hashL) + " = " + descs(n.hashR), "Join Filter: " + n.on.desc}, []node{n.l, n.r}
+	}
 	var props []string
 	if n.on != nil {
 		props = append(props, "Join Filter: "+n.on.desc)

@@ -823,7 +823,11 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 		}
 		rels = append(rels, b)
 	}
-	out := &fromItem{node: &joinNode{l: l.node, r: r.node, kind: kind, on: on, lw: len(l.cols), rw: len(r.cols)}, cols: cols, rels: rels}
+	jn := &joinNode{l: l.node, r: r.node, kind: kind, on: on, lw: len(l.cols), rw: len(r.cols)}
+	if on != nil && len(using) == 0 {
+		jn.hashL, jn.hashR = c.equiKeys(j.Quals, l.cols, r.cols, outer)
+	}
+	out := &fromItem{node: jn, cols: cols, rels: rels}
 	if j.Alias != nil {
 		for i := range out.cols {
 			out.cols[i].table = j.Alias.Aliasname
@@ -1545,3 +1549,45 @@ func (c *compiler) subLink(sl *pg.SubLink, sc *scope) (*Expr, error) {
 }
 
 var _ = strconv.Itoa
+
+// equiKeys finds the ON conjuncts "left expression = right expression"
+// whose sides compare by the same value encoding, for a hash join.
+func (c *compiler) equiKeys(quals *pg.Node, lcols, rcols []scopeCol, outer *scope) (ls, rs []*Expr) {
+	for _, cj := range conjuncts(quals) {
+		a := cj.GetAExpr()
+		if a == nil || a.Kind != pg.A_Expr_Kind_AEXPR_OP || opName(a.Name) != "=" || a.Lexpr == nil || hasSubLink(cj) {
+			continue
+		}
+		try := func(x, y *pg.Node) bool {
+			saved := append([]uint32(nil), c.params...)
+			l, err1 := c.expr(x, &scope{cols: lcols, parent: outer})
+			r, err2 := c.expr(y, &scope{cols: rcols, parent: outer})
+			if err1 != nil || err2 != nil || l.srf != nil || r.srf != nil || !hashable(l.oid, r.oid) {
+				c.params = saved
+				return false
+			}
+			ls, rs = append(ls, l), append(rs, r)
+			return true
+		}
+		if !try(a.Lexpr, a.Rexpr) {
+			try(a.Rexpr, a.Lexpr)
+		}
+	}
+	return ls, rs
+}
+
+// hashable reports whether equal values of types a and b encode alike
+// in rowKey.
+func hashable(a, b uint32) bool {
+	switch {
+	case a == pgtypes.OIDUnknown || b == pgtypes.OIDUnknown:
+		return false
+	case (isInt(a) || isOIDLike(a)) && (isInt(b) || isOIDLike(b)):
+		return true
+	case isText(a) && isText(b):
+		return a != OIDBpchar && b != OIDBpchar
+	case a == b:
+		return a == pgtypes.OIDBool || a == pgtypes.OIDDate || a == pgtypes.OIDUUID || a == pgtypes.OIDNumeric
+	}
+	return false
+}
