@@ -20,8 +20,9 @@ fi
 need=()
 # gcc builds pg_query_go (cgo). The gateway's tests run real clients:
 # psql and pgbench (postgresql-15 carries pgbench), psycopg 2 and 3,
-# pgjdbc with a JDK, and node-postgres (npm, below).
-pkgs=(make git gcc libc6-dev postgresql-client postgresql-15 python3-psycopg2 python3-psycopg
+# SQLAlchemy 1.4 (its inspector), pgjdbc with a JDK, and node-postgres
+# (npm, below).
+pkgs=(make git gcc libc6-dev postgresql-client postgresql-15 python3-psycopg2 python3-psycopg python3-sqlalchemy
 	libpostgresql-jdbc-java default-jdk-headless)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

@@ -41,7 +41,66 @@ public class JdbcClient {
             c.rollback();
             DatabaseMetaData md = c.getMetaData();
             check(md.getDatabaseMajorVersion() == 15, "major version " + md.getDatabaseMajorVersion());
+            c.setAutoCommit(true);
+            tables(c, md);
         }
         System.out.println("ok");
+    }
+
+    // A table in both of cellar's shapes, written and read through
+    // prepared statements, then found through DatabaseMetaData.
+    static void tables(Connection c, DatabaseMetaData md) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            st.execute("DROP TABLE IF EXISTS jdbc_web");
+            st.execute("CREATE TABLE jdbc_web (_key TEXT PRIMARY KEY, \"info:rank\" BIGINT, \"anchor:\" TEXT)");
+        }
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO jdbc_web (_key, \"info:rank\") VALUES (?, ?)")) {
+            for (int i = 0; i < 10; i++) {
+                ps.setString(1, "com.example/" + i);
+                ps.setLong(2, i * 10L);
+                check(ps.executeUpdate() == 1, "insert count");
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT \"info:rank\" FROM jdbc_web WHERE _key = ?")) {
+            ps.setString(1, "com.example/7");
+            try (ResultSet rs = ps.executeQuery()) {
+                check(rs.next() && rs.getLong(1) == 70 && !rs.next(), "point read");
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO jdbc_web (_key) VALUES (?)")) {
+            ps.setString(1, "com.example/7");
+            ps.executeUpdate();
+            check(false, "a duplicate key was accepted");
+        } catch (SQLException e) {
+            check("23505".equals(e.getSQLState()), "duplicate key SQLSTATE " + e.getSQLState());
+        }
+        try (ResultSet rs = md.getTables(null, "public", "jdbc_web", new String[] {"TABLE"})) {
+            check(rs.next() && rs.getString("TABLE_NAME").equals("jdbc_web") && !rs.next(), "getTables");
+        }
+        String[] want = {"_key:text", "info:rank:int8", "anchor:jsonb"};
+        try (ResultSet rs = md.getColumns(null, "public", "jdbc_web", "%")) {
+            for (String w : want) {
+                check(rs.next(), "getColumns: missing " + w);
+                String got = rs.getString("COLUMN_NAME") + ":" + rs.getString("TYPE_NAME");
+                check(got.equals(w), "getColumns: " + got + ", want " + w);
+            }
+            check(!rs.next(), "getColumns: extra rows");
+        }
+        try (ResultSet rs = md.getPrimaryKeys(null, "public", "jdbc_web")) {
+            check(rs.next() && rs.getString("COLUMN_NAME").equals("_key") && rs.getInt("KEY_SEQ") == 1 && !rs.next(), "getPrimaryKeys");
+        }
+        boolean publicSchema = false;
+        try (ResultSet rs = md.getSchemas()) {
+            while (rs.next()) publicSchema |= rs.getString("TABLE_SCHEM").equals("public");
+        }
+        check(publicSchema, "getSchemas lists public");
+        int types = 0;
+        try (ResultSet rs = md.getTypeInfo()) {
+            while (rs.next()) types++;
+        }
+        check(types > 20, "getTypeInfo rows: " + types);
+        try (Statement st = c.createStatement()) {
+            st.execute("DROP TABLE jdbc_web");
+        }
     }
 }
