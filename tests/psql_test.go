@@ -52,3 +52,46 @@ func TestPsqlAgainstDemo(t *testing.T) {
 		t.Fatalf("psql error: %s", out)
 	}
 }
+
+// TestPsqlMetaCommands runs psql's catalog commands against a table of each
+// shape; their answers come from the emulated pg_catalog.
+func TestPsqlMetaCommands(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Fatal("psql is not installed; scripts/deps.sh installs postgresql-client")
+	}
+	bin := buildCellar(t)
+	d := startDemo(t, bin, t.TempDir())
+	defer d.stop(t)
+	run := func(cmd string) string {
+		out, err := exec.Command(psql, "-X", "-v", "ON_ERROR_STOP=1", d.pg, "-c", cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql -c %q: %v\n%s", cmd, err, out)
+		}
+		return string(out)
+	}
+	run(`CREATE TABLE meta_t (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, v DOUBLE PRECISION)`)
+	run(`CREATE TABLE meta_web (_key TEXT PRIMARY KEY, "anchor:" TEXT, "info:rank" BIGINT)`)
+	for _, c := range []struct {
+		cmd  string
+		want []string
+	}{
+		{`\dt`, []string{"public | meta_t   | table | cellar", "public | meta_web | table | cellar"}},
+		{`\d`, []string{"List of relations", "meta_t"}},
+		{`\d meta_t`, []string{`Table "public.meta_t"`, "id     | integer               |           | not null |",
+			"name   | character varying(64) |           | not null |", "v      | double precision      |           |          |",
+			`"meta_t_pkey" PRIMARY KEY, btree (id)`}},
+		{`\d meta_web`, []string{`Table "public.meta_web"`, "_key      | text   |           | not null |",
+			"info:rank | bigint |           |          |", "anchor    | jsonb  |           |          |", `"meta_web_pkey" PRIMARY KEY, btree (_key)`}},
+		{`\d+ meta_t`, []string{`Table "public.meta_t"`, "Storage", "Access method: heap"}},
+		{`\l`, []string{"List of databases", "cellar"}},
+		{`\dn`, []string{"List of schemas", "public"}},
+	} {
+		out := run(c.cmd)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("psql %s: missing %q in\n%s", c.cmd, w, out)
+			}
+		}
+	}
+}
