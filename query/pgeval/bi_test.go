@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,7 @@ func TestBIQueries(t *testing.T) {
 	if len(blocks) < 58 {
 		t.Fatalf("expected 58 BI query blocks, found %d", len(blocks))
 	}
+	expected := biExpected(t)
 	selects := 0
 	for i, b := range blocks {
 		res, err := pg.Parse(b)
@@ -35,6 +38,17 @@ func TestBIQueries(t *testing.T) {
 				continue
 			}
 			selects++
+			if i < len(expected) && len(res.Stmts) == 1 {
+				if p, err := Prepare(context.Background(), st.Stmt, env, nil); err == nil {
+					var names []string
+					for _, c := range p.Columns() {
+						names = append(names, c.Name)
+					}
+					if got := strings.Join(names, ","); got != expected[i] {
+						t.Errorf("block %d: columns %s, PostgreSQL says %s", i+1, got, expected[i])
+					}
+				}
+			}
 			if n, err := runStmt(env, st.Stmt); err != nil {
 				t.Errorf("block %d (%s): %v", i+1, firstLine(b), err)
 			} else {
@@ -77,4 +91,22 @@ func runStmt(env *Env, n *pg.Node) (int, error) {
 		}
 		count++
 	}
+}
+
+// biExpected returns, per block, the column names PostgreSQL answered.
+func biExpected(t *testing.T) []string {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "clients", "bi", "expected.txt"))
+	if err != nil {
+		t.Fatalf("the BI expectations are missing: %v", err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		i := strings.LastIndex(l, "| cols=")
+		if i < 0 {
+			out = append(out, "")
+			continue
+		}
+		out = append(out, l[i+len("| cols="):])
+	}
+	return out
 }

@@ -33,7 +33,7 @@ func TestAgainstPostgres(t *testing.T) {
 		db = "postgres"
 	}
 	ctx := context.Background()
-	files, _ := filepath.Glob("testdata/*.test")
+	files, _ := ddFiles()
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", addr, db))

@@ -977,7 +977,7 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 		if containsAgg(cj) {
 			return nil, errAt(aggLocation(cj), codeGroupingError, "aggregate functions are not allowed in WHERE")
 		}
-		if pushed := c.tryPush(cj, from); pushed {
+		if pushed := c.tryPush(cj, from, sc); pushed {
 			continue
 		}
 		e, err := c.expr(cj, sc)
@@ -1295,8 +1295,15 @@ func (c *compiler) ordered(from *fromItem, keys []sortKey, exprs []*Expr, sc *sc
 
 // tryPush compiles a WHERE conjunct over a single base relation that no
 // outer join makes nullable, and hands it to that relation's scan.
-func (c *compiler) tryPush(cj *pg.Node, from *fromItem) bool {
+func (c *compiler) tryPush(cj *pg.Node, from *fromItem, full *scope) bool {
 	if hasSubLink(cj) || len(from.rels) == 0 {
+		return false
+	}
+	// What does not compile over the whole FROM list (an ambiguous
+	// name, a typo) stays in the WHERE filter, to fail there.
+	saved := append([]uint32(nil), c.params...)
+	if e, err := c.expr(cj, full); err != nil || e.srf != nil || e.oid != pgtypes.OIDBool {
+		c.params = saved
 		return false
 	}
 	for _, r := range from.rels {
