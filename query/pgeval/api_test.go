@@ -202,3 +202,34 @@ func TestNoPanicsOnDriverExpressions(t *testing.T) {
 		}
 	}
 }
+
+// Columns read only by a function in FROM, by an ON clause or inside an
+// aggregate are still requested from the scan.
+func TestNeededColumns(t *testing.T) {
+	arr := &memRel{cols: []pgtypes.Column{{Name: "id", OID: pgtypes.OIDInt4}, {Name: "arr", OID: 1007}, {Name: "x", OID: pgtypes.OIDText}}}
+	arr.rows = [][]any{{int64(1), Array{Elem: pgtypes.OIDInt4, Vals: []any{int64(7), int64(8)}}, "a"}}
+	other := &memRel{cols: []pgtypes.Column{{Name: "k", OID: pgtypes.OIDInt4}, {Name: "y", OID: pgtypes.OIDText}}}
+	other.rows = [][]any{{int64(1), "b"}}
+	env := testEnv(&memCatalog{rels: map[string]Relation{"public.a": arr, "public.o": other}})
+	p := prepare(t, env, "SELECT u FROM a, unnest(a.arr) u")
+	if got := drain(t, p, env); len(got) != 2 || got[1][0] != int64(8) {
+		t.Fatalf("got %v", got)
+	}
+	if n := arr.scans[0].Needed; n[0] || !n[1] || n[2] {
+		t.Fatalf("needed %v", n)
+	}
+	arr.scans = nil
+	p = prepare(t, env, "SELECT sum(o.k) FROM a JOIN o ON a.id = o.k")
+	if got := drain(t, p, env); len(got) != 1 || got[0][0] != int64(1) {
+		t.Fatalf("got %v", got)
+	}
+	if n := arr.scans[0].Needed; !n[0] || n[1] || n[2] {
+		t.Fatalf("needed %v", n)
+	}
+	if n := other.scans[0].Needed; !n[0] || n[1] {
+		t.Fatalf("needed %v", n)
+	}
+	if e := strings.Join(p.Explain(false), "\n"); !strings.Contains(e, "Hash Join") {
+		t.Fatalf("explain:\n%s", e)
+	}
+}

@@ -1,7 +1,6 @@
 package pgeval
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -427,9 +426,3 @@ func parseInterval(s string) (any, error) {
 	}
 	return int64(us), nil
 }
-
-func badDatetime(s string, to uint32) error {
-	return sqlstate.Errorf(codeInvalidDatetimeFormat, "invalid input syntax for type %s: \"%s\"", typeName(to), s)
-}
-
-var _ = fmt.Sprint

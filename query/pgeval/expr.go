@@ -640,9 +640,6 @@ func (c *compiler) typeOID(t *pg.TypeName) (uint32, int64, error) {
 		// char without a length is char(1).
 		typmod = 5
 	}
-	if oid == OIDBpchar && typmod < 0 && name == "bpchar" {
-		typmod = -1
-	}
 	if len(t.ArrayBounds) > 0 {
 		a, ok := arrayOf[oid]
 		if !ok {
@@ -850,7 +847,6 @@ func (c *compiler) booleanTest(n *pg.BooleanTest, sc *scope) (*Expr, error) {
 }
 
 func (c *compiler) sqlValueFunction(f *pg.SQLValueFunction) (*Expr, error) {
-	env := c.env
 	switch f.Op {
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_USER, pg.SQLValueFunctionOp_SVFOP_USER, pg.SQLValueFunctionOp_SVFOP_SESSION_USER, pg.SQLValueFunctionOp_SVFOP_CURRENT_ROLE:
 		name := strings.ToLower(strings.TrimPrefix(f.Op.String(), "SVFOP_"))
@@ -870,6 +866,5 @@ func (c *compiler) sqlValueFunction(f *pg.SQLValueFunction) (*Expr, error) {
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME, pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N, pg.SQLValueFunctionOp_SVFOP_LOCALTIME, pg.SQLValueFunctionOp_SVFOP_LOCALTIME_N:
 		return &Expr{oid: OIDTime, name: strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(f.Op.String(), "SVFOP_"), "_N")), desc: "CURRENT_TIME", eval: func(ec *evalCtx, _ []any) (any, error) { return ec.env.Now.UTC(), nil }}, nil
 	}
-	_ = env
 	return nil, errAt(f.Location, sqlstate.CodeFeatureNotSupported, "%s is not supported", strings.TrimPrefix(f.Op.String(), "SVFOP_"))
 }

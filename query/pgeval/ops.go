@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -1342,8 +1341,6 @@ func jsonbConcat(a, b string) (any, error) {
 	out, _ := json.Marshal(arr)
 	return string(out), nil
 }
-
-var _ = unicode.IsSpace
 
 // bitwise compiles & | # << >> on integers.
 func (c *compiler) bitwise(op string, l, r *Expr, loc int32) (*Expr, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -707,11 +706,9 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 					return [][]any{{v}}, nil
 				}}
 		}
-		if fsc.used != nil && left != nil {
-			// Mark the left columns the function reads.
-			for _, r := range left.rels {
-				_ = r
-			}
+		if left != nil {
+			// The left columns the function reads must be scanned.
+			mergeUsed(left, fsc)
 		}
 		table := fe.name
 		var cols []scopeCol
@@ -847,10 +844,6 @@ func mergeUsed(from *fromItem, sc *scope) {
 }
 
 func markUsed(from *fromItem, i int) {
-	off := 0
-	for _, r := range from.rels {
-		_ = r
-	}
 	// Columns are laid out in order; find the relation holding i.
 	for _, r := range from.rels {
 		k := indexOfCols(from.cols, r.cols)
@@ -859,7 +852,6 @@ func markUsed(from *fromItem, i int) {
 			return
 		}
 	}
-	_ = off
 }
 
 func indexOfCols(all, part []scopeCol) int {
@@ -1047,6 +1039,9 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 			}
 		}
 		g.nkeys = len(keys)
+		if sc.used == nil {
+			sc.used = map[int]bool{}
+		}
 		agg = &aggNode{in: n, keys: keys, aggs: &g.aggs, grouped: len(s.GroupClause) > 0}
 		n = agg
 		psc = &scope{cols: sc.cols, parent: outer, grp: g}
@@ -1497,9 +1492,6 @@ func (c *compiler) subLink(sl *pg.SubLink, sc *scope) (*Expr, error) {
 				return out, nil
 			}}, nil
 		}
-		if name == "?column?" {
-			name = "?column?"
-		}
 		return &Expr{oid: oid, name: name, desc: "(SubPlan)", eval: func(ec *evalCtx, row []any) (any, error) {
 			lim := 2
 			if !correlated {
@@ -1554,8 +1546,6 @@ func (c *compiler) subLink(sl *pg.SubLink, sc *scope) (*Expr, error) {
 	}
 	return nil, errAt(sl.Location, sqlstate.CodeFeatureNotSupported, "this kind of subquery is not supported")
 }
-
-var _ = strconv.Itoa
 
 // equiKeys finds the ON conjuncts "left expression = right expression"
 // whose sides compare by the same value encoding, for a hash join.
