@@ -163,6 +163,52 @@ type scanNode struct {
 	limit, offset2 *Expr // pushed LIMIT and OFFSET (rows needed = limit+offset)
 	reverse        bool
 	extra          map[int]bool
+	oids           []uint32 // the relation's column types
+}
+
+// normalizeRow brings a relation's values to this package's Go types:
+// other integer widths become int64, and the text form of a non-text
+// type (an array as '{1,2}', an int2vector as '1 2') is parsed. The
+// contract asks relations for the canonical types; this keeps a lax
+// one from failing type assertions deep inside an expression.
+func normalizeRow(r []any, oids []uint32) error {
+	for i, v := range r {
+		if i >= len(oids) {
+			break
+		}
+		switch x := v.(type) {
+		case int:
+			r[i] = int64(x)
+		case int32:
+			r[i] = int64(x)
+		case int16:
+			r[i] = int64(x)
+		case int8:
+			r[i] = int64(x)
+		case uint32:
+			r[i] = int64(x)
+		case uint16:
+			r[i] = int64(x)
+		case uint8:
+			r[i] = int64(x)
+		case float32:
+			r[i] = float64(x)
+		case string:
+			o := oids[i]
+			if !isText(o) && o != pgtypes.OIDJSON && o != pgtypes.OIDJSONB && o != pgtypes.OIDUnknown && o != OIDPgNodeTree {
+				p, err := castText(x, o, nil)
+				switch {
+				case err != nil && isOIDLike(o) && o != OIDOid && o != OIDXid:
+					// A reg* value given by name; its OID is unknown here.
+					p = Reg{Name: x}
+				case err != nil:
+					return err
+				}
+				r[i] = p
+			}
+		}
+	}
+	return nil
 }
 
 func (n *scanNode) request(ec *evalCtx) ScanRequest {
@@ -207,6 +253,9 @@ func (n *scanNode) open(ec *evalCtx) (iter, error) {
 			}
 			if len(r) < n.ncols {
 				r = append(r, make([]any, n.ncols-len(r))...)
+			}
+			if err := normalizeRow(r, n.oids); err != nil {
+				return nil, err
 			}
 			ok, err := passes(ec, r, n.filters)
 			if err != nil {
