@@ -26,7 +26,8 @@ const (
 	pAnyElem  uint32 = 2283
 )
 
-// ServerVersion is what version() and server_version report.
+// ServerVersion is what version() reports when the session has no
+// server_version setting.
 const ServerVersion = "15.0"
 
 // builtin is one function of the table.

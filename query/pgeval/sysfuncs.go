@@ -574,7 +574,16 @@ func addSystemFuncs(add func(string, ...*builtin)) {
 	always := func(v any) func(*evalCtx, []any, []uint32) (any, error) {
 		return func(*evalCtx, []any, []uint32) (any, error) { return v, nil }
 	}
-	add("version", constFn(tText, "PostgreSQL "+ServerVersion+" (cellar) on x86_64-pc-linux-gnu, compiled by Go, 64-bit"))
+	// version() agrees with SHOW server_version when the session has it.
+	add("version", &builtin{ret: tText, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) {
+		v := ServerVersion
+		if ec.env != nil && ec.env.Setting != nil {
+			if s, ok := ec.env.Setting("server_version"); ok && strings.HasPrefix(s, "15.") {
+				v = s
+			}
+		}
+		return "PostgreSQL " + v + " (cellar) on x86_64-pc-linux-gnu, compiled by Go, 64-bit", nil
+	}})
 	add("current_database", &builtin{ret: tName, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return ec.env.Database, nil }})
 	add("current_catalog", &builtin{ret: tName, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return ec.env.Database, nil }})
 	add("current_schema", &builtin{ret: tName, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return currentSchema(ec.env), nil }})
