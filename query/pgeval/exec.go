@@ -1123,3 +1123,59 @@ func runRecursive(def *cteDef, ec *evalCtx) ([][]any, error) {
 	}
 	return all, nil
 }
+
+// lateralNode runs a LATERAL subquery for each left row, with the left
+// row as its outer row.
+type lateralNode struct {
+	nodeStats
+	l, sub node
+	lw, rw int
+	on     *Expr
+	left   bool // LEFT JOIN LATERAL: unmatched left rows with NULLs
+}
+
+func (n *lateralNode) open(ec *evalCtx) (iter, error) {
+	lit, err := openNode(n.l, ec)
+	if err != nil {
+		return nil, err
+	}
+	var pending [][]any
+	return &funcIter{nextf: func() ([]any, error) {
+		for {
+			if len(pending) > 0 {
+				r := pending[0]
+				pending = pending[1:]
+				return r, nil
+			}
+			lr, err := lit.next()
+			if err != nil {
+				return nil, err
+			}
+			rows, held, err := materialize(n.sub, ec.withOuter(lr))
+			if err != nil {
+				return nil, err
+			}
+			ec.release(held)
+			for _, rr := range rows {
+				row := append(append(make([]any, 0, n.lw+n.rw), lr...), rr...)
+				if n.on != nil {
+					v, err := n.on.eval(ec, row)
+					if err != nil {
+						return nil, err
+					}
+					if v != true {
+						continue
+					}
+				}
+				pending = append(pending, row)
+			}
+			if len(pending) == 0 && n.left {
+				pending = append(pending, append(append(make([]any, 0, n.lw+n.rw), lr...), make([]any, n.rw)...))
+			}
+		}
+	}, closef: lit.close}, nil
+}
+
+func (n *lateralNode) explain() (string, []string, []node) {
+	return "Nested Loop (LATERAL)", nil, []node{n.l, n.sub}
+}

@@ -194,6 +194,9 @@ type fromItem struct {
 	// srf, for a function in FROM, to join laterally.
 	srf        *Expr
 	ordinality bool
+	// lateral is a LATERAL subquery, run once per row of the items
+	// before it.
+	lateral node
 }
 
 func (c *compiler) pushCTEs(w *pg.WithClause, outer *scope) error {
@@ -544,6 +547,10 @@ func (c *compiler) fromJoin(left *fromItem, item *pg.Node, outer *scope) (*fromI
 	if left == nil {
 		return right, nil
 	}
+	if right.lateral != nil {
+		return &fromItem{node: &lateralNode{l: left.node, sub: right.lateral, lw: len(left.cols), rw: len(right.cols)},
+			cols: append(append([]scopeCol{}, left.cols...), right.cols...), rels: left.rels}, nil
+	}
 	if err := checkDupAliases(left.cols, right.cols); err != nil {
 		return nil, err
 	}
@@ -650,11 +657,15 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 		}
 		sub := outer
 		if rs.Lateral && left != nil {
-			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "LATERAL subqueries are not supported")
+			// The subquery sees the items before it as its outer row.
+			sub = &scope{cols: left.cols, parent: outer}
 		}
 		q, err := c.selectStmt(sel, sub)
 		if err != nil {
 			return nil, err
+		}
+		if sub != outer {
+			mergeUsed(left, sub)
 		}
 		var cols []scopeCol
 		for i, n := range q.names {
@@ -663,6 +674,9 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 		cols, err = aliasCols(rs.Alias, cols, "")
 		if err != nil {
 			return nil, err
+		}
+		if sub != outer {
+			return &fromItem{lateral: q.node, cols: cols}, nil
 		}
 		return &fromItem{node: q.node, cols: cols}, nil
 	case *pg.Node_RangeFunction:
@@ -744,7 +758,7 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.fromEntry(j.Rarg, outer, nil)
+	r, err := c.fromEntry(j.Rarg, outer, l)
 	if err != nil {
 		return nil, err
 	}
@@ -820,11 +834,20 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 		}
 		rels = append(rels, b)
 	}
-	jn := &joinNode{l: l.node, r: r.node, kind: kind, on: on, lw: len(l.cols), rw: len(r.cols)}
-	if on != nil && len(using) == 0 {
-		jn.hashL, jn.hashR = c.equiKeys(j.Quals, l.cols, r.cols, outer)
+	var jnode node
+	if r.lateral != nil {
+		if kind != joinInner && kind != joinLeft {
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "RIGHT and FULL joins with LATERAL are not supported")
+		}
+		jnode = &lateralNode{l: l.node, sub: r.lateral, lw: len(l.cols), rw: len(r.cols), on: on, left: kind == joinLeft}
+	} else {
+		jn := &joinNode{l: l.node, r: r.node, kind: kind, on: on, lw: len(l.cols), rw: len(r.cols)}
+		if on != nil && len(using) == 0 {
+			jn.hashL, jn.hashR = c.equiKeys(j.Quals, l.cols, r.cols, outer)
+		}
+		jnode = jn
 	}
-	out := &fromItem{node: jn, cols: cols, rels: rels}
+	out := &fromItem{node: jnode, cols: cols, rels: rels}
 	if j.Alias != nil {
 		for i := range out.cols {
 			out.cols[i].table = j.Alias.Aliasname
