@@ -24,11 +24,26 @@ type Filter struct {
 	TimeRange      model.TimeRange
 	// MaxVersions keeps the newest n versions of each column; 0 keeps all.
 	MaxVersions int
+	// Conditions must all hold for a row to be read (SQL's WHERE, pushed
+	// down): each compares the newest version of a column, decoded as its
+	// type, with an operand; a row without the column fails every op but
+	// model.CondIsNull (see model.Condition). They see the cells the read
+	// takes (TimeRange, MaxVersions) before the regular expressions. If
+	// Families is set, the server also reads the conditions' families for
+	// them and leaves their cells out of the rows unless Families names
+	// them. A row that fails is not returned and does not count toward a
+	// scan's limit. Invalid conditions fail the read with InvalidArgument.
+	Conditions []model.Condition
 }
 
 func (f Filter) proto() *pb.Filter {
-	return &pb.Filter{Families: f.Families, QualifierRegex: f.QualifierRegex, ValueRegex: f.ValueRegex,
+	out := &pb.Filter{Families: f.Families, QualifierRegex: f.QualifierRegex, ValueRegex: f.ValueRegex,
 		TimeRange: &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}, MaxVersions: int32(f.MaxVersions)}
+	for _, c := range f.Conditions {
+		out.Conditions = append(out.Conditions, &pb.Condition{Family: c.Family, Qualifier: c.Qualifier, Type: int32(c.Type),
+			Op: pb.Condition_Op(c.Op), Operand: c.Operand})
+	}
+	return out
 }
 
 func mutationsProto(ms []model.Mutation) []*pb.Mutation {
@@ -274,10 +289,15 @@ func (s *Scanner) Next() bool {
 
 // fill reads the next chunk of the current tablet's share of the range.
 func (s *Scanner) fill() {
+	if len(s.rng.End) > 0 && bytes.Compare(s.next, s.rng.End) >= 0 {
+		s.done = true // resumed just after the range's last row
+		return
+	}
 	var rows []model.Row
-	var end []byte
+	var end, resume []byte
+	more := false
 	err := s.c.do(s.ctx, s.table, s.next, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
-		rows, end = rows[:0], loc.end
+		rows, end, resume, more = rows[:0], loc.end, nil, false
 		scanEnd := s.rng.End
 		if len(loc.end) > 0 && (len(scanEnd) == 0 || bytes.Compare(loc.end, scanEnd) < 0) {
 			scanEnd = loc.end
@@ -302,6 +322,9 @@ func (s *Scanner) fill() {
 			for _, r := range resp.Rows {
 				rows = append(rows, rowFromProto(r))
 			}
+			if resp.More {
+				resume, more = resp.ResumeAfter, true
+			}
 		}
 	})
 	if err != nil {
@@ -309,6 +332,12 @@ func (s *Scanner) fill() {
 		return
 	}
 	s.buf = rows
+	if more {
+		// The server stopped early (its filter dropped many rows): resume
+		// just after the last row it read.
+		s.next = append(bytes.Clone(resume), 0)
+		return
+	}
 	if len(rows) == scanChunk {
 		// More of this tablet: resume just after the last row.
 		s.next = append(append([]byte(nil), rows[len(rows)-1].Key...), 0)

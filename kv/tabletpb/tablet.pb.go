@@ -24,6 +24,128 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type Condition_Op int32
+
+const (
+	Condition_EQ          Condition_Op = 0
+	Condition_NE          Condition_Op = 1
+	Condition_LT          Condition_Op = 2
+	Condition_LE          Condition_Op = 3
+	Condition_GT          Condition_Op = 4
+	Condition_GE          Condition_Op = 5
+	Condition_PREFIX      Condition_Op = 6
+	Condition_IS_NULL     Condition_Op = 7
+	Condition_IS_NOT_NULL Condition_Op = 8
+)
+
+// Enum value maps for Condition_Op.
+var (
+	Condition_Op_name = map[int32]string{
+		0: "EQ",
+		1: "NE",
+		2: "LT",
+		3: "LE",
+		4: "GT",
+		5: "GE",
+		6: "PREFIX",
+		7: "IS_NULL",
+		8: "IS_NOT_NULL",
+	}
+	Condition_Op_value = map[string]int32{
+		"EQ":          0,
+		"NE":          1,
+		"LT":          2,
+		"LE":          3,
+		"GT":          4,
+		"GE":          5,
+		"PREFIX":      6,
+		"IS_NULL":     7,
+		"IS_NOT_NULL": 8,
+	}
+)
+
+func (x Condition_Op) Enum() *Condition_Op {
+	p := new(Condition_Op)
+	*p = x
+	return p
+}
+
+func (x Condition_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Condition_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_tablet_proto_enumTypes[0].Descriptor()
+}
+
+func (Condition_Op) Type() protoreflect.EnumType {
+	return &file_tablet_proto_enumTypes[0]
+}
+
+func (x Condition_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Condition_Op.Descriptor instead.
+func (Condition_Op) EnumDescriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{5, 0}
+}
+
+type AggSpec_Func int32
+
+const (
+	AggSpec_COUNT_ROWS AggSpec_Func = 0
+	AggSpec_COUNT      AggSpec_Func = 1
+	AggSpec_SUM        AggSpec_Func = 2
+	AggSpec_MIN        AggSpec_Func = 3
+	AggSpec_MAX        AggSpec_Func = 4
+)
+
+// Enum value maps for AggSpec_Func.
+var (
+	AggSpec_Func_name = map[int32]string{
+		0: "COUNT_ROWS",
+		1: "COUNT",
+		2: "SUM",
+		3: "MIN",
+		4: "MAX",
+	}
+	AggSpec_Func_value = map[string]int32{
+		"COUNT_ROWS": 0,
+		"COUNT":      1,
+		"SUM":        2,
+		"MIN":        3,
+		"MAX":        4,
+	}
+)
+
+func (x AggSpec_Func) Enum() *AggSpec_Func {
+	p := new(AggSpec_Func)
+	*p = x
+	return p
+}
+
+func (x AggSpec_Func) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AggSpec_Func) Descriptor() protoreflect.EnumDescriptor {
+	return file_tablet_proto_enumTypes[1].Descriptor()
+}
+
+func (AggSpec_Func) Type() protoreflect.EnumType {
+	return &file_tablet_proto_enumTypes[1]
+}
+
+func (x AggSpec_Func) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AggSpec_Func.Descriptor instead.
+func (AggSpec_Func) EnumDescriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{45, 0}
+}
+
 type Cell struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Family        string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -261,7 +383,14 @@ type Filter struct {
 	// max_versions keeps the newest n versions of each column; 0 keeps all.
 	MaxVersions int32 `protobuf:"varint,4,opt,name=max_versions,json=maxVersions,proto3" json:"max_versions,omitempty"`
 	// value_regex is an RE2 expression that must match the whole value.
-	ValueRegex    string `protobuf:"bytes,5,opt,name=value_regex,json=valueRegex,proto3" json:"value_regex,omitempty"`
+	ValueRegex string `protobuf:"bytes,5,opt,name=value_regex,json=valueRegex,proto3" json:"value_regex,omitempty"`
+	// conditions must all hold for a row to be returned (SQL's WHERE). They
+	// see the cells the read returns (time_range, max_versions) before the
+	// regular expressions; if families is set, the server also reads the
+	// conditions' families and drops their cells afterwards unless asked
+	// for. A row that fails is not returned and does not count toward a
+	// scan's row_limit.
+	Conditions    []*Condition `protobuf:"bytes,6,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +460,97 @@ func (x *Filter) GetValueRegex() string {
 	return ""
 }
 
+func (x *Filter) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+// Condition keeps a row only if the newest version of one column, decoded
+// as type, compares with operand (encoded the same way). A row without the
+// column fails every op but IS_NULL (SQL's NULL semantics). A cell that
+// does not decode as type fails every op but IS_NOT_NULL. Values compare
+// in PostgreSQL's order (kv/model/cond.go); jsonb allows only IS_NULL and
+// IS_NOT_NULL.
+type Condition struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	Type      int32                  `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"` // kv/model.ValueType
+	Op        Condition_Op           `protobuf:"varint,4,opt,name=op,proto3,enum=cellar.tablet.Condition_Op" json:"op,omitempty"`
+	// operand is model.EncodeValue(type, v); for PREFIX the raw prefix
+	// bytes of a TEXT or BYTEA value; unused by IS_NULL and IS_NOT_NULL.
+	Operand       []byte `protobuf:"bytes,5,opt,name=operand,proto3" json:"operand,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Condition) Reset() {
+	*x = Condition{}
+	mi := &file_tablet_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Condition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Condition) ProtoMessage() {}
+
+func (x *Condition) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Condition.ProtoReflect.Descriptor instead.
+func (*Condition) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Condition) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *Condition) GetQualifier() []byte {
+	if x != nil {
+		return x.Qualifier
+	}
+	return nil
+}
+
+func (x *Condition) GetType() int32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *Condition) GetOp() Condition_Op {
+	if x != nil {
+		return x.Op
+	}
+	return Condition_EQ
+}
+
+func (x *Condition) GetOperand() []byte {
+	if x != nil {
+		return x.Operand
+	}
+	return nil
+}
+
 type Mutation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Mutation:
@@ -346,7 +566,7 @@ type Mutation struct {
 
 func (x *Mutation) Reset() {
 	*x = Mutation{}
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -358,7 +578,7 @@ func (x *Mutation) String() string {
 func (*Mutation) ProtoMessage() {}
 
 func (x *Mutation) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -371,7 +591,7 @@ func (x *Mutation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation.ProtoReflect.Descriptor instead.
 func (*Mutation) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5}
+	return file_tablet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Mutation) GetMutation() isMutation_Mutation {
@@ -456,7 +676,7 @@ type ReadRowRequest struct {
 
 func (x *ReadRowRequest) Reset() {
 	*x = ReadRowRequest{}
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -468,7 +688,7 @@ func (x *ReadRowRequest) String() string {
 func (*ReadRowRequest) ProtoMessage() {}
 
 func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -481,7 +701,7 @@ func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadRowRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6}
+	return file_tablet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReadRowRequest) GetTable() string {
@@ -515,7 +735,7 @@ type ReadRowResponse struct {
 
 func (x *ReadRowResponse) Reset() {
 	*x = ReadRowResponse{}
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -527,7 +747,7 @@ func (x *ReadRowResponse) String() string {
 func (*ReadRowResponse) ProtoMessage() {}
 
 func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -540,7 +760,7 @@ func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadRowResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7}
+	return file_tablet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadRowResponse) GetFound() bool {
@@ -570,7 +790,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +802,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +815,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{8}
+	return file_tablet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScanRequest) GetTable() string {
@@ -627,15 +847,23 @@ func (x *ScanRequest) GetRowLimit() int64 {
 }
 
 type ScanResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rows          []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rows  []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	// more is set on the last message of a scan whose filter drops rows
+	// (regular expressions, conditions) when the server stopped early, after
+	// reading many rows it dropped or after its time budget, so that a
+	// selective filter cannot make one call run unbounded. resume_after is
+	// then the last row read (returned or not); the client continues just
+	// after it.
+	ResumeAfter   []byte `protobuf:"bytes,2,opt,name=resume_after,json=resumeAfter,proto3" json:"resume_after,omitempty"`
+	More          bool   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +875,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +888,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{9}
+	return file_tablet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ScanResponse) GetRows() []*Row {
@@ -668,6 +896,20 @@ func (x *ScanResponse) GetRows() []*Row {
 		return x.Rows
 	}
 	return nil
+}
+
+func (x *ScanResponse) GetResumeAfter() []byte {
+	if x != nil {
+		return x.ResumeAfter
+	}
+	return nil
+}
+
+func (x *ScanResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
 }
 
 type MutateRowRequest struct {
@@ -681,7 +923,7 @@ type MutateRowRequest struct {
 
 func (x *MutateRowRequest) Reset() {
 	*x = MutateRowRequest{}
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +935,7 @@ func (x *MutateRowRequest) String() string {
 func (*MutateRowRequest) ProtoMessage() {}
 
 func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +948,7 @@ func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{10}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MutateRowRequest) GetTable() string {
@@ -738,7 +980,7 @@ type MutateRowResponse struct {
 
 func (x *MutateRowResponse) Reset() {
 	*x = MutateRowResponse{}
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +992,7 @@ func (x *MutateRowResponse) String() string {
 func (*MutateRowResponse) ProtoMessage() {}
 
 func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +1005,7 @@ func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{11}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 type MutateRowsRequest struct {
@@ -776,7 +1018,7 @@ type MutateRowsRequest struct {
 
 func (x *MutateRowsRequest) Reset() {
 	*x = MutateRowsRequest{}
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +1030,7 @@ func (x *MutateRowsRequest) String() string {
 func (*MutateRowsRequest) ProtoMessage() {}
 
 func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +1043,7 @@ func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12}
+	return file_tablet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MutateRowsRequest) GetTable() string {
@@ -829,7 +1071,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +1083,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +1096,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{13}
+	return file_tablet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Status) GetCode() int32 {
@@ -880,7 +1122,7 @@ type MutateRowsResponse struct {
 
 func (x *MutateRowsResponse) Reset() {
 	*x = MutateRowsResponse{}
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1134,7 @@ func (x *MutateRowsResponse) String() string {
 func (*MutateRowsResponse) ProtoMessage() {}
 
 func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1147,7 @@ func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{14}
+	return file_tablet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MutateRowsResponse) GetStatuses() []*Status {
@@ -926,7 +1168,7 @@ type ReadModifyWriteRequest struct {
 
 func (x *ReadModifyWriteRequest) Reset() {
 	*x = ReadModifyWriteRequest{}
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1180,7 @@ func (x *ReadModifyWriteRequest) String() string {
 func (*ReadModifyWriteRequest) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1193,7 @@ func (x *ReadModifyWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRequest.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{15}
+	return file_tablet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReadModifyWriteRequest) GetTable() string {
@@ -985,7 +1227,7 @@ type ReadModifyWriteResponse struct {
 
 func (x *ReadModifyWriteResponse) Reset() {
 	*x = ReadModifyWriteResponse{}
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1239,7 @@ func (x *ReadModifyWriteResponse) String() string {
 func (*ReadModifyWriteResponse) ProtoMessage() {}
 
 func (x *ReadModifyWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1252,7 @@ func (x *ReadModifyWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteResponse.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{16}
+	return file_tablet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadModifyWriteResponse) GetCells() []*Cell {
@@ -1037,7 +1279,7 @@ type CheckAndMutateRequest struct {
 
 func (x *CheckAndMutateRequest) Reset() {
 	*x = CheckAndMutateRequest{}
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1291,7 @@ func (x *CheckAndMutateRequest) String() string {
 func (*CheckAndMutateRequest) ProtoMessage() {}
 
 func (x *CheckAndMutateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1304,7 @@ func (x *CheckAndMutateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRequest.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{17}
+	return file_tablet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckAndMutateRequest) GetTable() string {
@@ -1121,7 +1363,7 @@ type Expect struct {
 
 func (x *Expect) Reset() {
 	*x = Expect{}
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1375,7 @@ func (x *Expect) String() string {
 func (*Expect) ProtoMessage() {}
 
 func (x *Expect) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1388,7 @@ func (x *Expect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expect.ProtoReflect.Descriptor instead.
 func (*Expect) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{18}
+	return file_tablet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Expect) GetFamily() string {
@@ -1186,7 +1428,7 @@ type CheckAndMutateResponse struct {
 
 func (x *CheckAndMutateResponse) Reset() {
 	*x = CheckAndMutateResponse{}
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1440,7 @@ func (x *CheckAndMutateResponse) String() string {
 func (*CheckAndMutateResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1453,7 @@ func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{19}
+	return file_tablet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckAndMutateResponse) GetPredicateMatched() bool {
@@ -1230,7 +1472,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1484,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1497,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{20}
+	return file_tablet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SampleRowKeysRequest) GetTable() string {
@@ -1274,7 +1516,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1528,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1541,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{21}
+	return file_tablet_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -1317,7 +1559,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1571,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1584,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{22}
+	return file_tablet_proto_rawDescGZIP(), []int{23}
 }
 
 type TabletInfo struct {
@@ -1357,7 +1599,7 @@ type TabletInfo struct {
 
 func (x *TabletInfo) Reset() {
 	*x = TabletInfo{}
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1611,7 @@ func (x *TabletInfo) String() string {
 func (*TabletInfo) ProtoMessage() {}
 
 func (x *TabletInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1624,7 @@ func (x *TabletInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletInfo.ProtoReflect.Descriptor instead.
 func (*TabletInfo) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{23}
+	return file_tablet_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TabletInfo) GetId() uint64 {
@@ -1426,7 +1668,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1680,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1693,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{24}
+	return file_tablet_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListTabletsResponse) GetServer() string {
@@ -1488,7 +1730,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1742,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1755,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{25}
+	return file_tablet_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateTableRequest) GetTable() string {
@@ -1546,7 +1788,7 @@ type CreateTableResponse struct {
 
 func (x *CreateTableResponse) Reset() {
 	*x = CreateTableResponse{}
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1800,7 @@ func (x *CreateTableResponse) String() string {
 func (*CreateTableResponse) ProtoMessage() {}
 
 func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1813,7 @@ func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableResponse.ProtoReflect.Descriptor instead.
 func (*CreateTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{26}
+	return file_tablet_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateTableResponse) GetTablets() []*TabletInfo {
@@ -1598,7 +1840,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1852,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1865,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{27}
+	return file_tablet_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LoadTabletRequest) GetSchema() []byte {
@@ -1663,7 +1905,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1917,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1930,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{28}
+	return file_tablet_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LoadTabletResponse) GetTablet() *TabletInfo {
@@ -1708,7 +1950,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1962,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1975,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{29}
+	return file_tablet_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UnloadTabletRequest) GetTable() string {
@@ -1758,7 +2000,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +2012,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +2025,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{30}
+	return file_tablet_proto_rawDescGZIP(), []int{31}
 }
 
 type PartitionLogRequest struct {
@@ -1799,7 +2041,7 @@ type PartitionLogRequest struct {
 
 func (x *PartitionLogRequest) Reset() {
 	*x = PartitionLogRequest{}
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2053,7 @@ func (x *PartitionLogRequest) String() string {
 func (*PartitionLogRequest) ProtoMessage() {}
 
 func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2066,7 @@ func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogRequest.ProtoReflect.Descriptor instead.
 func (*PartitionLogRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{31}
+	return file_tablet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PartitionLogRequest) GetServer() string {
@@ -1852,7 +2094,7 @@ type PartitionLogResponse struct {
 
 func (x *PartitionLogResponse) Reset() {
 	*x = PartitionLogResponse{}
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +2106,7 @@ func (x *PartitionLogResponse) String() string {
 func (*PartitionLogResponse) ProtoMessage() {}
 
 func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2119,7 @@ func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogResponse.ProtoReflect.Descriptor instead.
 func (*PartitionLogResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{32}
+	return file_tablet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PartitionLogResponse) GetDir() string {
@@ -1905,7 +2147,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2159,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2172,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{33}
+	return file_tablet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -1963,7 +2205,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2217,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2230,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{34}
+	return file_tablet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -2007,7 +2249,7 @@ type DropTableRequest struct {
 
 func (x *DropTableRequest) Reset() {
 	*x = DropTableRequest{}
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2261,7 @@ func (x *DropTableRequest) String() string {
 func (*DropTableRequest) ProtoMessage() {}
 
 func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2274,7 @@ func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableRequest.ProtoReflect.Descriptor instead.
 func (*DropTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{35}
+	return file_tablet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DropTableRequest) GetTable() string {
@@ -2050,7 +2292,7 @@ type DropTableResponse struct {
 
 func (x *DropTableResponse) Reset() {
 	*x = DropTableResponse{}
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2304,7 @@ func (x *DropTableResponse) String() string {
 func (*DropTableResponse) ProtoMessage() {}
 
 func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2317,7 @@ func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableResponse.ProtoReflect.Descriptor instead.
 func (*DropTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{36}
+	return file_tablet_proto_rawDescGZIP(), []int{37}
 }
 
 type UpdateSchemaRequest struct {
@@ -2088,7 +2330,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2342,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2355,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{37}
+	return file_tablet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *UpdateSchemaRequest) GetTable() string {
@@ -2138,7 +2380,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2392,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2405,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{38}
+	return file_tablet_proto_rawDescGZIP(), []int{39}
 }
 
 type ListFilesRequest struct {
@@ -2174,7 +2416,7 @@ type ListFilesRequest struct {
 
 func (x *ListFilesRequest) Reset() {
 	*x = ListFilesRequest{}
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2428,7 @@ func (x *ListFilesRequest) String() string {
 func (*ListFilesRequest) ProtoMessage() {}
 
 func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2441,7 @@ func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListFilesRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{39}
+	return file_tablet_proto_rawDescGZIP(), []int{40}
 }
 
 type ListFilesResponse struct {
@@ -2211,7 +2453,7 @@ type ListFilesResponse struct {
 
 func (x *ListFilesResponse) Reset() {
 	*x = ListFilesResponse{}
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2465,7 @@ func (x *ListFilesResponse) String() string {
 func (*ListFilesResponse) ProtoMessage() {}
 
 func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2478,7 @@ func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListFilesResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{40}
+	return file_tablet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListFilesResponse) GetPaths() []string {
@@ -2244,6 +2486,353 @@ func (x *ListFilesResponse) GetPaths() []string {
 		return x.Paths
 	}
 	return nil
+}
+
+type AggregateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// ranges are within one tablet, in order and not overlapping, as Scan's.
+	Ranges []*RowRange `protobuf:"bytes,2,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	// filter decides the input rows: those a Scan with it would return
+	// (conditions included). Aggregates read only the newest version of
+	// each column (max_versions is taken as 1). Without families every
+	// family is read to see which rows exist; a SQL table's rows all have
+	// the marker family "_", so families ["_"] is the cheap way to count
+	// them. The group_by and aggregate columns are read from their newest
+	// cells whatever the families.
+	Filter *Filter `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// group_by: empty makes one group of every input row.
+	GroupBy       []*GroupKey `protobuf:"bytes,4,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	Aggs          []*AggSpec  `protobuf:"bytes,5,rep,name=aggs,proto3" json:"aggs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateRequest) Reset() {
+	*x = AggregateRequest{}
+	mi := &file_tablet_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateRequest) ProtoMessage() {}
+
+func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateRequest.ProtoReflect.Descriptor instead.
+func (*AggregateRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *AggregateRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *AggregateRequest) GetRanges() []*RowRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+func (x *AggregateRequest) GetFilter() *Filter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *AggregateRequest) GetGroupBy() []*GroupKey {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *AggregateRequest) GetAggs() []*AggSpec {
+	if x != nil {
+		return x.Aggs
+	}
+	return nil
+}
+
+// GroupKey is the whole row key, or a column's newest value (absent: the
+// NULL group). Values group by PostgreSQL's equality (-0 = +0, NaN = NaN,
+// 1.0 = 1.00).
+type GroupKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to What:
+	//
+	//	*GroupKey_RowKey
+	//	*GroupKey_Column
+	What          isGroupKey_What `protobuf_oneof:"what"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupKey) Reset() {
+	*x = GroupKey{}
+	mi := &file_tablet_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupKey) ProtoMessage() {}
+
+func (x *GroupKey) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupKey.ProtoReflect.Descriptor instead.
+func (*GroupKey) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *GroupKey) GetWhat() isGroupKey_What {
+	if x != nil {
+		return x.What
+	}
+	return nil
+}
+
+func (x *GroupKey) GetRowKey() bool {
+	if x != nil {
+		if x, ok := x.What.(*GroupKey_RowKey); ok {
+			return x.RowKey
+		}
+	}
+	return false
+}
+
+func (x *GroupKey) GetColumn() *ColumnRef {
+	if x != nil {
+		if x, ok := x.What.(*GroupKey_Column); ok {
+			return x.Column
+		}
+	}
+	return nil
+}
+
+type isGroupKey_What interface {
+	isGroupKey_What()
+}
+
+type GroupKey_RowKey struct {
+	RowKey bool `protobuf:"varint,1,opt,name=row_key,json=rowKey,proto3,oneof"`
+}
+
+type GroupKey_Column struct {
+	Column *ColumnRef `protobuf:"bytes,2,opt,name=column,proto3,oneof"`
+}
+
+func (*GroupKey_RowKey) isGroupKey_What() {}
+
+func (*GroupKey_Column) isGroupKey_What() {}
+
+type ColumnRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Family        string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier     []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	Type          int32                  `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"` // kv/model.ValueType
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ColumnRef) Reset() {
+	*x = ColumnRef{}
+	mi := &file_tablet_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ColumnRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ColumnRef) ProtoMessage() {}
+
+func (x *ColumnRef) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ColumnRef.ProtoReflect.Descriptor instead.
+func (*ColumnRef) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ColumnRef) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *ColumnRef) GetQualifier() []byte {
+	if x != nil {
+		return x.Qualifier
+	}
+	return nil
+}
+
+func (x *ColumnRef) GetType() int32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+type AggSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Func  AggSpec_Func           `protobuf:"varint,1,opt,name=func,proto3,enum=cellar.tablet.AggSpec_Func" json:"func,omitempty"`
+	// column is not for COUNT_ROWS. SUM takes integers, floats and numeric;
+	// MIN and MAX every type but jsonb.
+	Column        *ColumnRef `protobuf:"bytes,2,opt,name=column,proto3" json:"column,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggSpec) Reset() {
+	*x = AggSpec{}
+	mi := &file_tablet_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggSpec) ProtoMessage() {}
+
+func (x *AggSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggSpec.ProtoReflect.Descriptor instead.
+func (*AggSpec) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *AggSpec) GetFunc() AggSpec_Func {
+	if x != nil {
+		return x.Func
+	}
+	return AggSpec_COUNT_ROWS
+}
+
+func (x *AggSpec) GetColumn() *ColumnRef {
+	if x != nil {
+		return x.Column
+	}
+	return nil
+}
+
+type AggregateResponse struct {
+	state  protoimpl.MessageState     `protogen:"open.v1"`
+	Groups []*AggregateResponse_Group `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	// resume_after: if more is set the server stopped early (too many rows
+	// or groups for one call, or its time budget) after this row; the
+	// client continues just after it.
+	ResumeAfter   []byte `protobuf:"bytes,2,opt,name=resume_after,json=resumeAfter,proto3" json:"resume_after,omitempty"`
+	More          bool   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateResponse) Reset() {
+	*x = AggregateResponse{}
+	mi := &file_tablet_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateResponse) ProtoMessage() {}
+
+func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateResponse.ProtoReflect.Descriptor instead.
+func (*AggregateResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *AggregateResponse) GetGroups() []*AggregateResponse_Group {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *AggregateResponse) GetResumeAfter() []byte {
+	if x != nil {
+		return x.ResumeAfter
+	}
+	return nil
+}
+
+func (x *AggregateResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
 }
 
 type Mutation_SetCell struct {
@@ -2259,7 +2848,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2271,7 +2860,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,7 +2873,7 @@ func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_SetCell.ProtoReflect.Descriptor instead.
 func (*Mutation_SetCell) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{6, 0}
 }
 
 func (x *Mutation_SetCell) GetFamily() string {
@@ -2326,7 +2915,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2927,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2940,7 @@ func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteColumn.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteColumn) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5, 1}
+	return file_tablet_proto_rawDescGZIP(), []int{6, 1}
 }
 
 func (x *Mutation_DeleteColumn) GetFamily() string {
@@ -2384,7 +2973,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2985,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2998,7 @@ func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteFamily.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteFamily) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5, 2}
+	return file_tablet_proto_rawDescGZIP(), []int{6, 2}
 }
 
 func (x *Mutation_DeleteFamily) GetFamily() string {
@@ -2427,7 +3016,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +3028,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +3041,7 @@ func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteRow.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteRow) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5, 3}
+	return file_tablet_proto_rawDescGZIP(), []int{6, 3}
 }
 
 type MutateRowsRequest_Entry struct {
@@ -2465,7 +3054,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2477,7 +3066,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2490,7 +3079,7 @@ func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest_Entry) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{13, 0}
 }
 
 func (x *MutateRowsRequest_Entry) GetRow() []byte {
@@ -2522,7 +3111,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +3123,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +3136,7 @@ func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRequest_Rule.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRequest_Rule) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{15, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{16, 0}
 }
 
 func (x *ReadModifyWriteRequest_Rule) GetFamily() string {
@@ -2615,7 +3204,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +3216,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +3229,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{21, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{22, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -2655,6 +3244,126 @@ func (x *SampleRowKeysResponse_Sample) GetOffsetBytes() int64 {
 		return x.OffsetBytes
 	}
 	return 0
+}
+
+type AggregateResponse_Group struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is per group_by entry: the row key, or the column's cell value
+	// (the first of the equal values seen).
+	Key           [][]byte                      `protobuf:"bytes,1,rep,name=key,proto3" json:"key,omitempty"`
+	KeyNull       []bool                        `protobuf:"varint,2,rep,packed,name=key_null,json=keyNull,proto3" json:"key_null,omitempty"`
+	Values        []*AggregateResponse_AggValue `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"` // per agg
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateResponse_Group) Reset() {
+	*x = AggregateResponse_Group{}
+	mi := &file_tablet_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateResponse_Group) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateResponse_Group) ProtoMessage() {}
+
+func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateResponse_Group.ProtoReflect.Descriptor instead.
+func (*AggregateResponse_Group) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{46, 0}
+}
+
+func (x *AggregateResponse_Group) GetKey() [][]byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *AggregateResponse_Group) GetKeyNull() []bool {
+	if x != nil {
+		return x.KeyNull
+	}
+	return nil
+}
+
+func (x *AggregateResponse_Group) GetValues() []*AggregateResponse_AggValue {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type AggregateResponse_AggValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// count is the count of COUNT_ROWS and COUNT; for SUM, MIN and MAX the
+	// number of non-null inputs.
+	Count int64 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// value: MIN and MAX the least or greatest cell value (encoded as its
+	// type); SUM the sum as decimal text, exact for integers (math/big)
+	// and numeric (the largest input scale; NaN, Infinity, -Infinity),
+	// float64 text for floats (strconv 'g', -1). Empty when count is 0.
+	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateResponse_AggValue) Reset() {
+	*x = AggregateResponse_AggValue{}
+	mi := &file_tablet_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateResponse_AggValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateResponse_AggValue) ProtoMessage() {}
+
+func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateResponse_AggValue.ProtoReflect.Descriptor instead.
+func (*AggregateResponse_AggValue) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{46, 1}
+}
+
+func (x *AggregateResponse_AggValue) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *AggregateResponse_AggValue) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
 }
 
 var File_tablet_proto protoreflect.FileDescriptor
@@ -2675,7 +3384,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"3\n" +
 	"\tTimeRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x03R\x03end\"\xca\x01\n" +
+	"\x03end\x18\x02 \x01(\x03R\x03end\"\x84\x02\n" +
 	"\x06Filter\x12\x1a\n" +
 	"\bfamilies\x18\x01 \x03(\tR\bfamilies\x12'\n" +
 	"\x0fqualifier_regex\x18\x02 \x01(\tR\x0equalifierRegex\x127\n" +
@@ -2683,7 +3392,27 @@ const file_tablet_proto_rawDesc = "" +
 	"time_range\x18\x03 \x01(\v2\x18.cellar.tablet.TimeRangeR\ttimeRange\x12!\n" +
 	"\fmax_versions\x18\x04 \x01(\x05R\vmaxVersions\x12\x1f\n" +
 	"\vvalue_regex\x18\x05 \x01(\tR\n" +
-	"valueRegex\"\xdb\x04\n" +
+	"valueRegex\x128\n" +
+	"\n" +
+	"conditions\x18\x06 \x03(\v2\x18.cellar.tablet.ConditionR\n" +
+	"conditions\"\xfc\x01\n" +
+	"\tCondition\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
+	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\x05R\x04type\x12+\n" +
+	"\x02op\x18\x04 \x01(\x0e2\x1b.cellar.tablet.Condition.OpR\x02op\x12\x18\n" +
+	"\aoperand\x18\x05 \x01(\fR\aoperand\"^\n" +
+	"\x02Op\x12\x06\n" +
+	"\x02EQ\x10\x00\x12\x06\n" +
+	"\x02NE\x10\x01\x12\x06\n" +
+	"\x02LT\x10\x02\x12\x06\n" +
+	"\x02LE\x10\x03\x12\x06\n" +
+	"\x02GT\x10\x04\x12\x06\n" +
+	"\x02GE\x10\x05\x12\n" +
+	"\n" +
+	"\x06PREFIX\x10\x06\x12\v\n" +
+	"\aIS_NULL\x10\a\x12\x0f\n" +
+	"\vIS_NOT_NULL\x10\b\"\xdb\x04\n" +
 	"\bMutation\x12<\n" +
 	"\bset_cell\x18\x01 \x01(\v2\x1f.cellar.tablet.Mutation.SetCellH\x00R\asetCell\x12K\n" +
 	"\rdelete_column\x18\x02 \x01(\v2$.cellar.tablet.Mutation.DeleteColumnH\x00R\fdeleteColumn\x12K\n" +
@@ -2716,9 +3445,11 @@ const file_tablet_proto_rawDesc = "" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12/\n" +
 	"\x06ranges\x18\x02 \x03(\v2\x17.cellar.tablet.RowRangeR\x06ranges\x12-\n" +
 	"\x06filter\x18\x03 \x01(\v2\x15.cellar.tablet.FilterR\x06filter\x12\x1b\n" +
-	"\trow_limit\x18\x04 \x01(\x03R\browLimit\"6\n" +
+	"\trow_limit\x18\x04 \x01(\x03R\browLimit\"m\n" +
 	"\fScanResponse\x12&\n" +
-	"\x04rows\x18\x01 \x03(\v2\x12.cellar.tablet.RowR\x04rows\"q\n" +
+	"\x04rows\x18\x01 \x03(\v2\x12.cellar.tablet.RowR\x04rows\x12!\n" +
+	"\fresume_after\x18\x02 \x01(\fR\vresumeAfter\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\"q\n" +
 	"\x10MutateRowRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03row\x18\x02 \x01(\fR\x03row\x125\n" +
@@ -2823,8 +3554,42 @@ const file_tablet_proto_rawDesc = "" +
 	"\x14UpdateSchemaResponse\"\x12\n" +
 	"\x10ListFilesRequest\")\n" +
 	"\x11ListFilesResponse\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths2\xde\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xe8\x01\n" +
+	"\x10AggregateRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12/\n" +
+	"\x06ranges\x18\x02 \x03(\v2\x17.cellar.tablet.RowRangeR\x06ranges\x12-\n" +
+	"\x06filter\x18\x03 \x01(\v2\x15.cellar.tablet.FilterR\x06filter\x122\n" +
+	"\bgroup_by\x18\x04 \x03(\v2\x17.cellar.tablet.GroupKeyR\agroupBy\x12*\n" +
+	"\x04aggs\x18\x05 \x03(\v2\x16.cellar.tablet.AggSpecR\x04aggs\"a\n" +
+	"\bGroupKey\x12\x19\n" +
+	"\arow_key\x18\x01 \x01(\bH\x00R\x06rowKey\x122\n" +
+	"\x06column\x18\x02 \x01(\v2\x18.cellar.tablet.ColumnRefH\x00R\x06columnB\x06\n" +
+	"\x04what\"U\n" +
+	"\tColumnRef\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
+	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\x05R\x04type\"\xaa\x01\n" +
+	"\aAggSpec\x12/\n" +
+	"\x04func\x18\x01 \x01(\x0e2\x1b.cellar.tablet.AggSpec.FuncR\x04func\x120\n" +
+	"\x06column\x18\x02 \x01(\v2\x18.cellar.tablet.ColumnRefR\x06column\"<\n" +
+	"\x04Func\x12\x0e\n" +
 	"\n" +
+	"COUNT_ROWS\x10\x00\x12\t\n" +
+	"\x05COUNT\x10\x01\x12\a\n" +
+	"\x03SUM\x10\x02\x12\a\n" +
+	"\x03MIN\x10\x03\x12\a\n" +
+	"\x03MAX\x10\x04\"\xbb\x02\n" +
+	"\x11AggregateResponse\x12>\n" +
+	"\x06groups\x18\x01 \x03(\v2&.cellar.tablet.AggregateResponse.GroupR\x06groups\x12!\n" +
+	"\fresume_after\x18\x02 \x01(\fR\vresumeAfter\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\x1aw\n" +
+	"\x05Group\x12\x10\n" +
+	"\x03key\x18\x01 \x03(\fR\x03key\x12\x19\n" +
+	"\bkey_null\x18\x02 \x03(\bR\akeyNull\x12A\n" +
+	"\x06values\x18\x03 \x03(\v2).cellar.tablet.AggregateResponse.AggValueR\x06values\x1a6\n" +
+	"\bAggValue\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value2\xae\v\n" +
 	"\fTabletServer\x12H\n" +
 	"\aReadRow\x12\x1d.cellar.tablet.ReadRowRequest\x1a\x1e.cellar.tablet.ReadRowResponse\x12A\n" +
 	"\x04Scan\x12\x1a.cellar.tablet.ScanRequest\x1a\x1b.cellar.tablet.ScanResponse0\x01\x12N\n" +
@@ -2843,7 +3608,8 @@ const file_tablet_proto_rawDesc = "" +
 	"\fMergeTablets\x12\".cellar.tablet.MergeTabletsRequest\x1a#.cellar.tablet.MergeTabletsResponse\x12N\n" +
 	"\tDropTable\x12\x1f.cellar.tablet.DropTableRequest\x1a .cellar.tablet.DropTableResponse\x12W\n" +
 	"\fUpdateSchema\x12\".cellar.tablet.UpdateSchemaRequest\x1a#.cellar.tablet.UpdateSchemaResponse\x12N\n" +
-	"\tListFiles\x12\x1f.cellar.tablet.ListFilesRequest\x1a .cellar.tablet.ListFilesResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
+	"\tListFiles\x12\x1f.cellar.tablet.ListFilesRequest\x1a .cellar.tablet.ListFilesResponse\x12N\n" +
+	"\tAggregate\x12\x1f.cellar.tablet.AggregateRequest\x1a .cellar.tablet.AggregateResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -2857,125 +3623,149 @@ func file_tablet_proto_rawDescGZIP() []byte {
 	return file_tablet_proto_rawDescData
 }
 
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_tablet_proto_goTypes = []any{
-	(*Cell)(nil),                         // 0: cellar.tablet.Cell
-	(*Row)(nil),                          // 1: cellar.tablet.Row
-	(*RowRange)(nil),                     // 2: cellar.tablet.RowRange
-	(*TimeRange)(nil),                    // 3: cellar.tablet.TimeRange
-	(*Filter)(nil),                       // 4: cellar.tablet.Filter
-	(*Mutation)(nil),                     // 5: cellar.tablet.Mutation
-	(*ReadRowRequest)(nil),               // 6: cellar.tablet.ReadRowRequest
-	(*ReadRowResponse)(nil),              // 7: cellar.tablet.ReadRowResponse
-	(*ScanRequest)(nil),                  // 8: cellar.tablet.ScanRequest
-	(*ScanResponse)(nil),                 // 9: cellar.tablet.ScanResponse
-	(*MutateRowRequest)(nil),             // 10: cellar.tablet.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 11: cellar.tablet.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 12: cellar.tablet.MutateRowsRequest
-	(*Status)(nil),                       // 13: cellar.tablet.Status
-	(*MutateRowsResponse)(nil),           // 14: cellar.tablet.MutateRowsResponse
-	(*ReadModifyWriteRequest)(nil),       // 15: cellar.tablet.ReadModifyWriteRequest
-	(*ReadModifyWriteResponse)(nil),      // 16: cellar.tablet.ReadModifyWriteResponse
-	(*CheckAndMutateRequest)(nil),        // 17: cellar.tablet.CheckAndMutateRequest
-	(*Expect)(nil),                       // 18: cellar.tablet.Expect
-	(*CheckAndMutateResponse)(nil),       // 19: cellar.tablet.CheckAndMutateResponse
-	(*SampleRowKeysRequest)(nil),         // 20: cellar.tablet.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 21: cellar.tablet.SampleRowKeysResponse
-	(*ListTabletsRequest)(nil),           // 22: cellar.tablet.ListTabletsRequest
-	(*TabletInfo)(nil),                   // 23: cellar.tablet.TabletInfo
-	(*ListTabletsResponse)(nil),          // 24: cellar.tablet.ListTabletsResponse
-	(*CreateTableRequest)(nil),           // 25: cellar.tablet.CreateTableRequest
-	(*CreateTableResponse)(nil),          // 26: cellar.tablet.CreateTableResponse
-	(*LoadTabletRequest)(nil),            // 27: cellar.tablet.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 28: cellar.tablet.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 29: cellar.tablet.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 30: cellar.tablet.UnloadTabletResponse
-	(*PartitionLogRequest)(nil),          // 31: cellar.tablet.PartitionLogRequest
-	(*PartitionLogResponse)(nil),         // 32: cellar.tablet.PartitionLogResponse
-	(*MergeTabletsRequest)(nil),          // 33: cellar.tablet.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),         // 34: cellar.tablet.MergeTabletsResponse
-	(*DropTableRequest)(nil),             // 35: cellar.tablet.DropTableRequest
-	(*DropTableResponse)(nil),            // 36: cellar.tablet.DropTableResponse
-	(*UpdateSchemaRequest)(nil),          // 37: cellar.tablet.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 38: cellar.tablet.UpdateSchemaResponse
-	(*ListFilesRequest)(nil),             // 39: cellar.tablet.ListFilesRequest
-	(*ListFilesResponse)(nil),            // 40: cellar.tablet.ListFilesResponse
-	(*Mutation_SetCell)(nil),             // 41: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 42: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 43: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 44: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 45: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 46: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 47: cellar.tablet.SampleRowKeysResponse.Sample
-	nil,                                  // 48: cellar.tablet.PartitionLogRequest.RedoEntry
+	(Condition_Op)(0),                    // 0: cellar.tablet.Condition.Op
+	(AggSpec_Func)(0),                    // 1: cellar.tablet.AggSpec.Func
+	(*Cell)(nil),                         // 2: cellar.tablet.Cell
+	(*Row)(nil),                          // 3: cellar.tablet.Row
+	(*RowRange)(nil),                     // 4: cellar.tablet.RowRange
+	(*TimeRange)(nil),                    // 5: cellar.tablet.TimeRange
+	(*Filter)(nil),                       // 6: cellar.tablet.Filter
+	(*Condition)(nil),                    // 7: cellar.tablet.Condition
+	(*Mutation)(nil),                     // 8: cellar.tablet.Mutation
+	(*ReadRowRequest)(nil),               // 9: cellar.tablet.ReadRowRequest
+	(*ReadRowResponse)(nil),              // 10: cellar.tablet.ReadRowResponse
+	(*ScanRequest)(nil),                  // 11: cellar.tablet.ScanRequest
+	(*ScanResponse)(nil),                 // 12: cellar.tablet.ScanResponse
+	(*MutateRowRequest)(nil),             // 13: cellar.tablet.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 14: cellar.tablet.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 15: cellar.tablet.MutateRowsRequest
+	(*Status)(nil),                       // 16: cellar.tablet.Status
+	(*MutateRowsResponse)(nil),           // 17: cellar.tablet.MutateRowsResponse
+	(*ReadModifyWriteRequest)(nil),       // 18: cellar.tablet.ReadModifyWriteRequest
+	(*ReadModifyWriteResponse)(nil),      // 19: cellar.tablet.ReadModifyWriteResponse
+	(*CheckAndMutateRequest)(nil),        // 20: cellar.tablet.CheckAndMutateRequest
+	(*Expect)(nil),                       // 21: cellar.tablet.Expect
+	(*CheckAndMutateResponse)(nil),       // 22: cellar.tablet.CheckAndMutateResponse
+	(*SampleRowKeysRequest)(nil),         // 23: cellar.tablet.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 24: cellar.tablet.SampleRowKeysResponse
+	(*ListTabletsRequest)(nil),           // 25: cellar.tablet.ListTabletsRequest
+	(*TabletInfo)(nil),                   // 26: cellar.tablet.TabletInfo
+	(*ListTabletsResponse)(nil),          // 27: cellar.tablet.ListTabletsResponse
+	(*CreateTableRequest)(nil),           // 28: cellar.tablet.CreateTableRequest
+	(*CreateTableResponse)(nil),          // 29: cellar.tablet.CreateTableResponse
+	(*LoadTabletRequest)(nil),            // 30: cellar.tablet.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 31: cellar.tablet.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 32: cellar.tablet.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 33: cellar.tablet.UnloadTabletResponse
+	(*PartitionLogRequest)(nil),          // 34: cellar.tablet.PartitionLogRequest
+	(*PartitionLogResponse)(nil),         // 35: cellar.tablet.PartitionLogResponse
+	(*MergeTabletsRequest)(nil),          // 36: cellar.tablet.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 37: cellar.tablet.MergeTabletsResponse
+	(*DropTableRequest)(nil),             // 38: cellar.tablet.DropTableRequest
+	(*DropTableResponse)(nil),            // 39: cellar.tablet.DropTableResponse
+	(*UpdateSchemaRequest)(nil),          // 40: cellar.tablet.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 41: cellar.tablet.UpdateSchemaResponse
+	(*ListFilesRequest)(nil),             // 42: cellar.tablet.ListFilesRequest
+	(*ListFilesResponse)(nil),            // 43: cellar.tablet.ListFilesResponse
+	(*AggregateRequest)(nil),             // 44: cellar.tablet.AggregateRequest
+	(*GroupKey)(nil),                     // 45: cellar.tablet.GroupKey
+	(*ColumnRef)(nil),                    // 46: cellar.tablet.ColumnRef
+	(*AggSpec)(nil),                      // 47: cellar.tablet.AggSpec
+	(*AggregateResponse)(nil),            // 48: cellar.tablet.AggregateResponse
+	(*Mutation_SetCell)(nil),             // 49: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 50: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 51: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 52: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 53: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 54: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 55: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 56: cellar.tablet.PartitionLogRequest.RedoEntry
+	(*AggregateResponse_Group)(nil),      // 57: cellar.tablet.AggregateResponse.Group
+	(*AggregateResponse_AggValue)(nil),   // 58: cellar.tablet.AggregateResponse.AggValue
 }
 var file_tablet_proto_depIdxs = []int32{
-	0,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
-	3,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
-	41, // 2: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	42, // 3: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	43, // 4: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	44, // 5: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
-	4,  // 6: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
-	1,  // 7: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
-	2,  // 8: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
-	4,  // 9: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
-	1,  // 10: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
-	5,  // 11: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	45, // 12: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
-	13, // 13: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	46, // 14: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
-	0,  // 15: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
-	4,  // 16: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
-	5,  // 17: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
-	5,  // 18: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
-	18, // 19: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
-	47, // 20: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
-	2,  // 21: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
-	23, // 22: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	23, // 23: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	23, // 24: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	48, // 25: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
-	23, // 26: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	3,  // 27: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	5,  // 28: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	6,  // 29: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	8,  // 30: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	10, // 31: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	12, // 32: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	15, // 33: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	17, // 34: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	20, // 35: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	22, // 36: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	25, // 37: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
-	27, // 38: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
-	29, // 39: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
-	31, // 40: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
-	33, // 41: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
-	35, // 42: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
-	37, // 43: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
-	39, // 44: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
-	7,  // 45: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	9,  // 46: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	11, // 47: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	14, // 48: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	16, // 49: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	19, // 50: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	21, // 51: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	24, // 52: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	26, // 53: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	28, // 54: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
-	30, // 55: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
-	32, // 56: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
-	34, // 57: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
-	36, // 58: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
-	38, // 59: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
-	40, // 60: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
-	45, // [45:61] is the sub-list for method output_type
-	29, // [29:45] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	2,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
+	5,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
+	7,  // 2: cellar.tablet.Filter.conditions:type_name -> cellar.tablet.Condition
+	0,  // 3: cellar.tablet.Condition.op:type_name -> cellar.tablet.Condition.Op
+	49, // 4: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	50, // 5: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	51, // 6: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	52, // 7: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	6,  // 8: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
+	3,  // 9: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
+	4,  // 10: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
+	6,  // 11: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
+	3,  // 12: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
+	8,  // 13: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
+	53, // 14: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	16, // 15: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
+	54, // 16: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	2,  // 17: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
+	6,  // 18: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
+	8,  // 19: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
+	8,  // 20: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
+	21, // 21: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
+	55, // 22: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	4,  // 23: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
+	26, // 24: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	26, // 25: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	26, // 26: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	56, // 27: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	26, // 28: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	4,  // 29: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
+	6,  // 30: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
+	45, // 31: cellar.tablet.AggregateRequest.group_by:type_name -> cellar.tablet.GroupKey
+	47, // 32: cellar.tablet.AggregateRequest.aggs:type_name -> cellar.tablet.AggSpec
+	46, // 33: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
+	1,  // 34: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
+	46, // 35: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
+	57, // 36: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
+	5,  // 37: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	8,  // 38: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	58, // 39: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
+	9,  // 40: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	11, // 41: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	13, // 42: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	15, // 43: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	18, // 44: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	20, // 45: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	23, // 46: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	25, // 47: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	28, // 48: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	30, // 49: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
+	32, // 50: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
+	34, // 51: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
+	36, // 52: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
+	38, // 53: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
+	40, // 54: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
+	42, // 55: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
+	44, // 56: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
+	10, // 57: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	12, // 58: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	14, // 59: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	17, // 60: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	19, // 61: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	22, // 62: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	24, // 63: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	27, // 64: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	29, // 65: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	31, // 66: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	33, // 67: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	35, // 68: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	37, // 69: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	39, // 70: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	41, // 71: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	43, // 72: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
+	48, // 73: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
+	57, // [57:74] is the sub-list for method output_type
+	40, // [40:57] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -2983,13 +3773,17 @@ func file_tablet_proto_init() {
 	if File_tablet_proto != nil {
 		return
 	}
-	file_tablet_proto_msgTypes[5].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[6].OneofWrappers = []any{
 		(*Mutation_SetCell_)(nil),
 		(*Mutation_DeleteColumn_)(nil),
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[46].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[43].OneofWrappers = []any{
+		(*GroupKey_RowKey)(nil),
+		(*GroupKey_Column)(nil),
+	}
+	file_tablet_proto_msgTypes[52].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -2998,13 +3792,14 @@ func file_tablet_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   49,
+			NumEnums:      2,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_tablet_proto_goTypes,
 		DependencyIndexes: file_tablet_proto_depIdxs,
+		EnumInfos:         file_tablet_proto_enumTypes,
 		MessageInfos:      file_tablet_proto_msgTypes,
 	}.Build()
 	File_tablet_proto = out.File

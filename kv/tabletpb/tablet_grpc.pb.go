@@ -38,6 +38,7 @@ const (
 	TabletServer_DropTable_FullMethodName       = "/cellar.tablet.TabletServer/DropTable"
 	TabletServer_UpdateSchema_FullMethodName    = "/cellar.tablet.TabletServer/UpdateSchema"
 	TabletServer_ListFiles_FullMethodName       = "/cellar.tablet.TabletServer/ListFiles"
+	TabletServer_Aggregate_FullMethodName       = "/cellar.tablet.TabletServer/Aggregate"
 )
 
 // TabletServerClient is the client API for TabletServer service.
@@ -80,6 +81,10 @@ type TabletServerClient interface {
 	// ListFiles lists the SSTables the server's tablets read, for the
 	// master's file GC.
 	ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesResponse, error)
+	// Aggregate computes partial aggregates (counts, sums, minimums and
+	// maximums by group) over the rows of row ranges of one tablet that
+	// pass a filter; the client merges the partials of its calls.
+	Aggregate(ctx context.Context, in *AggregateRequest, opts ...grpc.CallOption) (*AggregateResponse, error)
 }
 
 type tabletServerClient struct {
@@ -259,6 +264,16 @@ func (c *tabletServerClient) ListFiles(ctx context.Context, in *ListFilesRequest
 	return out, nil
 }
 
+func (c *tabletServerClient) Aggregate(ctx context.Context, in *AggregateRequest, opts ...grpc.CallOption) (*AggregateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AggregateResponse)
+	err := c.cc.Invoke(ctx, TabletServer_Aggregate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TabletServerServer is the server API for TabletServer service.
 // All implementations must embed UnimplementedTabletServerServer
 // for forward compatibility.
@@ -299,6 +314,10 @@ type TabletServerServer interface {
 	// ListFiles lists the SSTables the server's tablets read, for the
 	// master's file GC.
 	ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error)
+	// Aggregate computes partial aggregates (counts, sums, minimums and
+	// maximums by group) over the rows of row ranges of one tablet that
+	// pass a filter; the client merges the partials of its calls.
+	Aggregate(context.Context, *AggregateRequest) (*AggregateResponse, error)
 	mustEmbedUnimplementedTabletServerServer()
 }
 
@@ -356,6 +375,9 @@ func (UnimplementedTabletServerServer) UpdateSchema(context.Context, *UpdateSche
 }
 func (UnimplementedTabletServerServer) ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListFiles not implemented")
+}
+func (UnimplementedTabletServerServer) Aggregate(context.Context, *AggregateRequest) (*AggregateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Aggregate not implemented")
 }
 func (UnimplementedTabletServerServer) mustEmbedUnimplementedTabletServerServer() {}
 func (UnimplementedTabletServerServer) testEmbeddedByValue()                      {}
@@ -659,6 +681,24 @@ func _TabletServer_ListFiles_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TabletServer_Aggregate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AggregateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).Aggregate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_Aggregate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).Aggregate(ctx, req.(*AggregateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TabletServer_ServiceDesc is the grpc.ServiceDesc for TabletServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -725,6 +765,10 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListFiles",
 			Handler:    _TabletServer_ListFiles_Handler,
+		},
+		{
+			MethodName: "Aggregate",
+			Handler:    _TabletServer_Aggregate_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

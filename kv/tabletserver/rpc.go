@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,6 +24,14 @@ import (
 
 // scanBatchBytes bounds one ScanResponse message.
 const scanBatchBytes = 1 << 20
+
+// A scan whose filter drops rows stops early, with resume_after, after
+// dropping scanMaxDropped rows or after scanBudget, so that a selective
+// filter over a large tablet cannot make one call run unbounded.
+var (
+	scanMaxDropped = 100_000
+	scanBudget     = 2 * time.Second
+)
 
 func notServing(format string, args ...any) error {
 	return status.Error(codes.FailedPrecondition, "not serving: "+fmt.Sprintf(format, args...))
@@ -78,6 +88,10 @@ type filter struct {
 	read      tablet.ReadOptions
 	qualifier *regexp.Regexp
 	value     *regexp.Regexp
+	conds     *model.Conditions // nil: none
+	// asked, if set, is the families the filter asked for, when the read
+	// takes more (for the conditions): their cells are dropped after.
+	asked map[string]bool
 }
 
 func compileFilter(f *pb.Filter) (filter, error) {
@@ -85,7 +99,9 @@ func compileFilter(f *pb.Filter) (filter, error) {
 	if f == nil {
 		return out, nil
 	}
-	out.read.Families = f.Families
+	if len(f.Families) > 0 {
+		out.read.Families = f.Families
+	}
 	if tr := f.TimeRange; tr != nil {
 		out.read.TimeRange = model.TimeRange{Start: tr.Start, End: tr.End}
 		if err := out.read.TimeRange.Validate(); err != nil {
@@ -107,17 +123,64 @@ func compileFilter(f *pb.Filter) (filter, error) {
 			return out, invalid("filter: value_regex: %v", err)
 		}
 	}
+	if len(f.Conditions) > 0 {
+		cs := make([]model.Condition, len(f.Conditions))
+		for i, c := range f.Conditions {
+			if c.Type < 0 || c.Type > 255 {
+				return out, invalid("filter: condition %d: unknown type %d", i, c.Type)
+			}
+			if c.Op < 0 || c.Op > 255 {
+				return out, invalid("filter: condition %d: unknown op %d", i, c.Op)
+			}
+			cs[i] = model.Condition{Family: c.Family, Qualifier: c.Qualifier, Type: model.ValueType(c.Type), Op: model.CondOp(c.Op), Operand: c.Operand}
+		}
+		if out.conds, err = model.CompileConditions(cs); err != nil {
+			return out, invalid("filter: %v", err)
+		}
+		out.readAlso(out.conds.Families())
+	}
 	return out, nil
 }
 
-// cells keeps the cells that pass the regular expressions.
+// readAlso makes the read take families too, if it names its families,
+// and drop their cells after unless the filter asked for them.
+func (f *filter) readAlso(families []string) {
+	if f.read.Families == nil {
+		return // every family is read
+	}
+	for _, fam := range families {
+		if slices.Contains(f.read.Families, fam) {
+			continue
+		}
+		if f.asked == nil {
+			f.asked = make(map[string]bool, len(f.read.Families))
+			for _, a := range f.read.Families {
+				f.asked[a] = true
+			}
+		}
+		f.read.Families = append(slices.Clip(f.read.Families), fam)
+	}
+}
+
+// dropsRows reports whether the filter may drop rows the store reads, so
+// that the store cannot count rows toward a limit.
+func (f filter) dropsRows() bool {
+	return f.qualifier != nil || f.value != nil || f.conds != nil || f.asked != nil
+}
+
+// cells returns the cells of a row the filter passes: none if the
+// conditions fail, else the cells of the families asked for that pass the
+// regular expressions. A row with no cells left is not returned.
 func (f filter) cells(in []model.Cell) []model.Cell {
-	if f.qualifier == nil && f.value == nil {
+	if !f.conds.Holds(in) {
+		return nil
+	}
+	if f.qualifier == nil && f.value == nil && f.asked == nil {
 		return in
 	}
 	out := in[:0:0]
 	for _, c := range in {
-		if (f.qualifier == nil || f.qualifier.Match(c.Qualifier)) && (f.value == nil || f.value.Match(c.Value)) {
+		if (f.asked == nil || f.asked[c.Family]) && (f.qualifier == nil || f.qualifier.Match(c.Qualifier)) && (f.value == nil || f.value.Match(c.Value)) {
 			out = append(out, c)
 		}
 	}
@@ -204,16 +267,16 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	if len(ranges) == 0 {
 		ranges = []*pb.RowRange{{}}
 	}
-	for i, r := range ranges {
-		if len(r.End) > 0 && bytes.Compare(r.Start, r.End) >= 0 {
-			return invalid("range %d is empty: [%q, %q)", i, r.Start, r.End)
-		}
-		if i > 0 && (len(ranges[i-1].End) == 0 || bytes.Compare(r.Start, ranges[i-1].End) < 0) {
-			return invalid("range %d overlaps or precedes range %d; give ranges in order", i, i-1)
-		}
+	if err := checkRanges(ranges); err != nil {
+		return err
 	}
 	ctx := stream.Context()
 	sent := int64(0)
+	bounded := f.dropsRows()
+	deadline := time.Now().Add(scanBudget)
+	read, dropped := 0, 0
+	var last []byte // the last row read
+	stopped := false
 	var batch []*pb.Row
 	size := 0
 	flush := func() error {
@@ -229,7 +292,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	}
 	for _, r := range ranges {
 		opts := f.read
-		if req.RowLimit > 0 {
+		if req.RowLimit > 0 && !f.dropsRows() {
 			opts.Limit = int(req.RowLimit - sent)
 		}
 		sc := s.opts.Store.Scan(ctx, req.Table, model.RowRange{Start: r.Start, End: r.End}, opts)
@@ -239,9 +302,15 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 				sc.Close()
 				return err
 			}
+			if bounded && read > 0 && (dropped >= scanMaxDropped || (read%256 == 0 && time.Now().After(deadline))) {
+				stopped = true
+				break
+			}
 			row := sc.Row()
+			read, last = read+1, row.Key
 			cells := f.cells(row.Cells)
 			if len(cells) == 0 {
+				dropped++
 				continue
 			}
 			p := rowToProto(row, cells)
@@ -266,9 +335,15 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		if err != nil {
 			return toStatus(err)
 		}
-		if req.RowLimit > 0 && sent >= req.RowLimit {
+		if stopped || (req.RowLimit > 0 && sent >= req.RowLimit) {
 			break
 		}
+	}
+	if stopped {
+		if err := s.serving(); err != nil {
+			return err
+		}
+		return stream.Send(&pb.ScanResponse{Rows: batch, ResumeAfter: bytes.Clone(last), More: true})
 	}
 	return flush()
 }
