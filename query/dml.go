@@ -85,7 +85,7 @@ func (s *Session) userTarget(ctx context.Context, rv *pg.RangeVar, stmt protoMes
 	if rv.Alias != nil {
 		names = map[string]bool{rv.Alias.Aliasname: true}
 	}
-	cols := append([]catalog.Column(nil), def.Columns...)
+	var extra []catalog.Column
 	seen := map[string]bool{}
 	for _, c := range def.Visible() {
 		seen[c.Name] = true
@@ -97,7 +97,7 @@ func (s *Session) userTarget(ctx context.Context, rv *pg.RangeVar, stmt protoMes
 		col, ok := def.Column(name)
 		if ok {
 			seen[name] = true
-			cols = append(cols, col)
+			extra = append(extra, col)
 		}
 		return ok
 	}
@@ -135,9 +135,7 @@ func (s *Session) userTarget(ctx context.Context, rv *pg.RangeVar, stmt protoMes
 	if bad != nil {
 		return nil, bad
 	}
-	d := *def
-	d.Columns = cols
-	t := &target{name: rv.Relname, def: def, codec: newRowCodec(&d)}
+	t := &target{name: rv.Relname, def: def, codec: newRowCodec(def, extra)}
 	t.scope = t.codec.columns()
 	if excluded {
 		for _, c := range t.codec.columns() {

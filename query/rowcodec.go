@@ -93,10 +93,15 @@ type rowCodec struct {
 	declared map[string]map[string]int
 	// open[family]: its JSONB column's position.
 	open map[string]int
+	// visible is how many columns the table shows (SELECT *); the rest
+	// are undeclared qualifiers of open families that a statement names,
+	// which also stay in their family's JSONB column.
+	visible int
 }
 
-func newRowCodec(t *catalog.Table) *rowCodec {
-	c := &rowCodec{t: t, cols: t.Visible(), raw: t.RawKey(), declared: map[string]map[string]int{}, open: map[string]int{}}
+func newRowCodec(t *catalog.Table, extra []catalog.Column) *rowCodec {
+	c := &rowCodec{t: t, cols: append(t.Visible(), extra...), raw: t.RawKey(), declared: map[string]map[string]int{}, open: map[string]int{}}
+	c.visible = len(c.cols) - len(extra)
 	for i, col := range c.cols {
 		switch {
 		case col.Key:
@@ -205,15 +210,16 @@ func (c *rowCodec) decode(r model.Row, need []bool) ([]any, error) {
 			continue // an older version
 		}
 		if idx, ok := c.declared[cell.Family][string(cell.Qualifier)]; ok {
-			if need != nil && !need[idx] {
+			if need == nil || need[idx] {
+				v, err := model.DecodeValue(c.cols[idx].Type, cell.Value)
+				if err != nil {
+					return nil, sqlstate.Errorf(codeInvalidBinaryRepresentation, "table %q, row %q, column %q: %v", c.t.Name, r.Key, c.cols[idx].Name, err)
+				}
+				out[idx] = fromModel(c.cols[idx].Type, v)
+			}
+			if idx < c.visible {
 				continue
 			}
-			v, err := model.DecodeValue(c.cols[idx].Type, cell.Value)
-			if err != nil {
-				return nil, sqlstate.Errorf(codeInvalidBinaryRepresentation, "table %q, row %q, column %q: %v", c.t.Name, r.Key, c.cols[idx].Name, err)
-			}
-			out[idx] = fromModel(c.cols[idx].Type, v)
-			continue
 		}
 		idx, ok := c.open[cell.Family]
 		if !ok || (need != nil && !need[idx]) {

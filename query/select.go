@@ -80,12 +80,7 @@ func (c *stmtCatalog) Relation(ctx context.Context, schema, name string) (pgeval
 	if err != nil {
 		return nil, err
 	}
-	if extra := c.extra[name]; len(extra) > 0 {
-		d := *def
-		d.Columns = append(append([]catalog.Column(nil), def.Columns...), extra...)
-		def = &d
-	}
-	rel := &tableRel{s: c.s, name: name, codec: newRowCodec(def), cat: c, params: &c.params}
+	rel := &tableRel{s: c.s, name: name, codec: newRowCodec(def, c.extra[name]), cat: c, params: &c.params}
 	c.user = append(c.user, rel)
 	return rel, nil
 }

@@ -253,6 +253,10 @@ func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Resu
 	res, err := st.run(ctx, s, args)
 	if err != nil {
 		s.Failed()
+		if ctx.Err() != nil {
+			// Whatever noticed the cancel, the client is told why.
+			return nil, canceled(ctx.Err())
+		}
 		return nil, err
 	}
 	return res, nil
