@@ -93,4 +93,7 @@ type Env struct {
 	// SortBudget is the most bytes a sort, DISTINCT or GROUP BY may hold
 	// in memory; beyond it the statement fails with 53200. 0: 64 MiB.
 	SortBudget int64
+	// SetSetting, if set, is what set_config(name, value, is_local)
+	// calls; without it set_config only returns the value.
+	SetSetting func(name, value string, local bool) error
 }

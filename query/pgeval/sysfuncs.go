@@ -642,13 +642,22 @@ func addSystemFuncs(add func(string, ...*builtin)) {
 		}
 		return nil, sqlstate.Errorf(codeUndefinedObject, "unrecognized configuration parameter \"%s\"", name)
 	}})
-	// set_config cannot change the session from an expression; it
-	// returns the value, as PostgreSQL does, and SET is the session's.
-	add("set_config", &builtin{args: []uint32{tText, tText, tBool}, ret: tText, lenient: true, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
-		if a[1] == nil {
-			return "", nil
+	// set_config changes the session through Env.SetSetting and returns
+	// the value, as PostgreSQL does.
+	add("set_config", &builtin{args: []uint32{tText, tText, tBool}, ret: tText, lenient: true, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+		if a[0] == nil {
+			return nil, sqlstate.Errorf(codeInvalidParameterValue, "SET requires parameter name")
 		}
-		return a[1], nil
+		val := ""
+		if a[1] != nil {
+			val = str(a[1])
+		}
+		if ec.env != nil && ec.env.SetSetting != nil {
+			if err := ec.env.SetSetting(strings.ToLower(str(a[0])), val, a[2] == true); err != nil {
+				return nil, err
+			}
+		}
+		return val, nil
 	}})
 	add("pg_get_userbyid", &builtin{args: []uint32{OIDOid}, ret: tName, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
 		oid := oidOf(a[0])
