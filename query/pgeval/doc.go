@@ -14,9 +14,14 @@
 //     result type; every FROM item, join, filter, aggregation, sort,
 //     DISTINCT, set operation and LIMIT becomes a plan node.
 //  2. Plan nodes open into an iterator pipeline (Rows). Scans, filters,
-//     projections, nested-loop joins and limits stream; sorts, grouping,
-//     DISTINCT and set operations materialize, charging what they hold to
-//     a budget (Env.SortBudget) and failing with 53200 beyond it.
+//     projections and limits stream; a join holds its inner side (hashed
+//     on the ON clause's equalities when there are any, else scanned as a
+//     nested loop); sorts, grouping, DISTINCT, window functions and set
+//     operations materialize. What a node holds is charged to a budget
+//     (Env.SortBudget), and beyond it the statement fails with 53200.
+//     WHERE conjuncts over one relation, the columns used and, when
+//     nothing in between needs every row, the LIMIT are handed to the
+//     relation's scan (ScanRequest).
 //  3. Expressions evaluate against the current row; the rows of the
 //     enclosing queries travel in the evaluation context so that a
 //     correlated subquery sees them. Uncorrelated subqueries run once per
@@ -29,4 +34,7 @@
 // PostgreSQL's text output form.
 //
 // cellar has no privileges yet, so has_*_privilege functions answer true.
+//
+// Nothing here reads the wall clock for results: now() and friends are
+// Env.Now. Only EXPLAIN ANALYZE timings and pg_sleep use real time.
 package pgeval
