@@ -38,6 +38,9 @@ type ReadFilter struct {
 	TimeRange model.TimeRange
 	// MaxVersions keeps the newest n versions of each column; 0 keeps all.
 	MaxVersions int
+	// Conditions must all hold for a row to be read; they run on the
+	// tablet servers (pushdown.go).
+	Conditions []model.Condition
 }
 
 // RowIterator streams rows in key order.

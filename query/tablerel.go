@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/query/catalog"
 	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 )
@@ -122,10 +124,13 @@ func (r *tableRel) term(n *pg.Node, env *pgeval.Env) (*pgeval.Expr, error) {
 // the scan.
 func (r *tableRel) Exact(f pgeval.Filter) bool {
 	n, ok := f.Node.(*pg.Node)
-	if !ok || len(r.codec.keyIdx) == 0 {
+	if !ok {
 		return false
 	}
-	return exactKeyPredicate(n, r.codec.cols[r.codec.keyIdx[0]].Name, r.codec.raw)
+	if len(r.codec.keyIdx) > 0 && exactKeyPredicate(n, r.codec.cols[r.codec.keyIdx[0]].Name, r.codec.raw) {
+		return true
+	}
+	return r.pushable(n, r.s.env(r.cat))
 }
 
 // exactKeyPredicate: n is a predicate the key analyzer turns into row
@@ -207,14 +212,34 @@ func (r *tableRel) Scan(ctx context.Context, req pgeval.ScanRequest) (pgeval.Row
 	if err != nil {
 		return nil, err
 	}
+	conds, none, err := r.conditions(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	limit := int64(0)
 	if req.Limit >= 0 {
 		limit = req.Limit
 		if limit == 0 {
-			ranges = nil
+			none = true
 		}
 	}
-	return &tableRows{r: r, ranges: ranges, limit: limit, need: req.Needed, buf: r.s.txw.writes(r.name)}, nil
+	if none {
+		ranges = nil
+	}
+	f := r.filter()
+	f.Conditions = conds
+	f.Families = r.families(conds, req.Needed)
+	buf := r.s.txw.writes(r.name)
+	if buf != nil {
+		// Buffered writes change what the conditions see: the
+		// evaluator checks them on the merged rows instead.
+		f.Conditions, f.Families = nil, nil
+	}
+	rows := &tableRows{r: r, ranges: ranges, limit: limit, need: req.Needed, buf: buf, f: f}
+	if buf != nil {
+		rows.recheck, rows.env, rows.args = req.Filters, req.Env, req.Args
+	}
+	return rows, nil
 }
 
 func (r *tableRel) Explain(req pgeval.ScanRequest) []string {
@@ -231,6 +256,11 @@ func (r *tableRel) Explain(req pgeval.ScanRequest) []string {
 			rs = append(rs, rg.String())
 		}
 		out = append(out, "  Row ranges: "+strings.Join(rs, ", "))
+	}
+	for _, f := range req.Filters {
+		if n, ok := f.Node.(*pg.Node); ok && r.pushable(n, req.Env) && f.Expr != nil {
+			out = append(out, "  Tablet-server filter: "+f.Expr.String())
+		}
 	}
 	if req.Limit >= 0 {
 		out = append(out, fmt.Sprintf("  Scan limit: %d rows", req.Limit))
@@ -249,6 +279,12 @@ type tableRows struct {
 	limit  int64
 	need   []bool
 	buf    *tableWrites
+	f      ReadFilter
+	// recheck: filters the rows must pass here, because buffered writes
+	// were merged after the tablet servers' conditions.
+	recheck []pgeval.Filter
+	env     *pgeval.Env
+	args    []any
 
 	it      RowIterator
 	pending []string // buffered keys of the current range not yet merged
@@ -271,9 +307,23 @@ func (t *tableRows) Next(ctx context.Context) ([]any, error) {
 		if len(row.Cells) == 0 {
 			continue // deleted by a buffered write
 		}
-		vals, err := t.r.codec.decode(row, t.need)
+		vals, err := t.r.codec.decode(row, t.recheckNeed())
 		if err != nil {
 			return nil, err
+		}
+		pass := true
+		for _, f := range t.recheck {
+			v, err := f.Expr.Eval(ctx, t.env, vals, t.args)
+			if err != nil {
+				return nil, err
+			}
+			if v != true {
+				pass = false
+				break
+			}
+		}
+		if !pass {
+			continue
 		}
 		t.sent++
 		return vals, nil
@@ -294,9 +344,9 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 				lim = t.limit - t.sent
 			}
 			if key, ok := pointRange(rng); ok {
-				t.it = &pointRead{ctx: ctx, kv: t.r.s.kv(), table: t.r.name, key: key, f: t.r.filter()}
+				t.it = &pointRead{ctx: ctx, kv: t.r.s.kv(), table: t.r.name, key: key, f: t.f}
 			} else {
-				t.it = t.r.s.kv().Scan(ctx, t.r.name, rng, t.r.filter(), lim)
+				t.it = t.r.s.kv().Scan(ctx, t.r.name, rng, t.f, lim)
 			}
 			t.pending = t.buf.keysIn(rng)
 			t.next = nil
@@ -327,7 +377,45 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 	}
 }
 
+// recheckNeed: filters checked here may read any column.
+func (t *tableRows) recheckNeed() []bool {
+	if len(t.recheck) > 0 {
+		return nil
+	}
+	return t.need
+}
+
 func (t *tableRows) Close() {}
+
+// families is the projection pushed to the scan: with a condition that
+// needs a cell of its column, every row read has one in that column's
+// family, so reading only the families the query needs (and the marker's)
+// loses no row. Without one, a row may have cells only in families the
+// query does not name, and every family is read so that it still shows.
+func (r *tableRel) families(conds []model.Condition, need []bool) []string {
+	anchored := false
+	for _, c := range conds {
+		anchored = anchored || c.Op != model.CondIsNull
+	}
+	if !anchored || need == nil {
+		return nil
+	}
+	set := map[string]bool{catalog.MarkerFamily: true}
+	for _, c := range conds {
+		set[c.Family] = true
+	}
+	for i, col := range r.codec.cols {
+		if need[i] && !col.Key {
+			set[col.Family] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for f := range set {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // pointRange reports whether rng holds exactly one row key.
 func pointRange(rng model.RowRange) ([]byte, bool) {

@@ -166,12 +166,12 @@ func (k *KV) CompareAndMutate(ctx context.Context, table string, row []byte, exp
 }
 
 func (k *KV) ReadRow(ctx context.Context, table string, row []byte, f query.ReadFilter) (model.Row, bool, error) {
-	r, found, err := k.Client.ReadRow(ctx, table, row, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions})
+	r, found, err := k.Client.ReadRow(ctx, table, row, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions})
 	return r, found, classify(err)
 }
 
 func (k *KV) Scan(ctx context.Context, table string, rng model.RowRange, f query.ReadFilter, limit int64) query.RowIterator {
-	return scanner{k.Client.Scan(ctx, table, rng, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions}, limit)}
+	return scanner{k.Client.Scan(ctx, table, rng, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions}, limit)}
 }
 
 type scanner struct{ *kvclient.Scanner }
