@@ -47,15 +47,26 @@ func CompileExprTable(n *pg.Node, table string, cols []pgtypes.Column, env *Env,
 // CompileExprAs is CompileExpr converting the result to type to, as an
 // assignment (INSERT, UPDATE) does: unknown literals and parameters take
 // the type, and the other values are cast.
-func CompileExprAs(n *pg.Node, cols []pgtypes.Column, to uint32, env *Env, paramOIDs []uint32) (*Expr, error) {
+func CompileExprAs(n *pg.Node, cols []pgtypes.Column, to uint32, env *Env, paramOIDs []uint32) (e *Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, sqlstate.Errorf(sqlstate.CodeInternal, "internal error compiling expression: %v", r)
+		}
+	}()
 	c := &compiler{ctx: context.Background(), env: env, params: append([]uint32(nil), paramOIDs...)}
 	sc := &scope{}
 	for _, col := range cols {
 		sc.cols = append(sc.cols, scopeCol{name: col.Name, oid: col.OID})
 	}
+	if containsAgg(n) {
+		return nil, sqlstate.Errorf(codeGroupingError, "aggregate functions are not allowed here")
+	}
 	out, err := c.expr(n, sc)
 	if err != nil {
 		return nil, err
+	}
+	if out.srf != nil {
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "set-returning functions are not allowed here")
 	}
 	if out, err = c.convert(out, to, -1, true); err != nil {
 		return nil, err
