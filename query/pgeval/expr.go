@@ -478,7 +478,7 @@ func (c *compiler) wholeRow(sc *scope, parts []string, loc int32) (*Expr, error)
 		}
 	}
 	for _, col := range cols {
-		if !col.hidden {
+		{
 			e, err := c.column(sc, []string{col.table, col.name}, loc)
 			if err != nil {
 				return nil, err

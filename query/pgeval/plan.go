@@ -782,6 +782,8 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 			}
 		}
 	}
+	type usingPair struct{ li, ri int }
+	var pairs []usingPair
 	if len(using) > 0 {
 		var conds []*Expr
 		for _, name := range using {
@@ -810,7 +812,9 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 				return nil, err
 			}
 			conds = append(conds, eq)
+			cols[li].hidden = true
 			cols[len(l.cols)+ri].hidden = true
+			pairs = append(pairs, usingPair{li, ri})
 		}
 		on = andAll(conds)
 	} else if j.Quals != nil {
@@ -848,6 +852,45 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 		jnode = jn
 	}
 	out := &fromItem{node: jnode, cols: cols, rels: rels}
+	if len(pairs) > 0 {
+		// The USING columns come first, once each, as PostgreSQL shows
+		// them: the left value, the right one for a RIGHT join, the
+		// first non-NULL for a FULL join. The sides' own copies stay
+		// reachable qualified (t.a).
+		lw := len(l.cols)
+		var exprs []*Expr
+		var merged []scopeCol
+		for _, p := range pairs {
+			li, ri := p.li, lw+p.ri
+			markUsed(out, li)
+			markUsed(out, ri)
+			col := l.cols[p.li]
+			col.table, col.schema, col.hidden = "", "", false
+			if kind == joinFull {
+				t, err := commonType([]uint32{l.cols[p.li].oid, r.cols[p.ri].oid}, "JOIN/USING", -1)
+				if err != nil {
+					return nil, err
+				}
+				col.oid = t
+			}
+			merged = append(merged, col)
+			k := kind
+			exprs = append(exprs, &Expr{oid: col.oid, name: col.name, desc: col.name, eval: func(_ *evalCtx, row []any) (any, error) {
+				switch {
+				case k == joinRight:
+					return row[ri], nil
+				case k == joinFull && row[li] == nil:
+					return row[ri], nil
+				}
+				return row[li], nil
+			}})
+		}
+		for i := range cols {
+			i := i
+			exprs = append(exprs, &Expr{oid: cols[i].oid, desc: cols[i].name, eval: func(_ *evalCtx, row []any) (any, error) { return row[i], nil }})
+		}
+		out = &fromItem{node: &projectNode{in: jnode, exprs: exprs}, cols: append(merged, cols...), rels: rels}
+	}
 	if j.Alias != nil {
 		for i := range out.cols {
 			out.cols[i].table = j.Alias.Aliasname
@@ -1357,7 +1400,7 @@ func (c *compiler) expandStar(sc *scope, parts []string, loc int32) ([]target, e
 	var out []target
 	found := false
 	for _, col := range sc.cols {
-		if col.hidden {
+		if col.hidden && len(parts) == 1 {
 			continue
 		}
 		if len(parts) > 1 && col.table != parts[len(parts)-2] {
