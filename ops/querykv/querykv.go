@@ -177,3 +177,28 @@ func (k *KV) Scan(ctx context.Context, table string, rng model.RowRange, f query
 type scanner struct{ *kvclient.Scanner }
 
 func (s scanner) Err() error { return classify(s.Scanner.Err()) }
+
+func (k *KV) Aggregate(ctx context.Context, table string, rng model.RowRange, f query.ReadFilter, spec query.AggregateSpec) ([]query.AggGroup, error) {
+	col := func(c query.AggColumn) kvclient.ColumnRef {
+		return kvclient.ColumnRef{Family: c.Family, Qualifier: c.Qualifier, Type: c.Type}
+	}
+	var cs kvclient.AggregateSpec
+	for _, g := range spec.GroupBy {
+		cs.GroupBy = append(cs.GroupBy, kvclient.GroupKey{RowKey: g.RowKey, Column: col(g)})
+	}
+	for _, a := range spec.Aggs {
+		cs.Aggs = append(cs.Aggs, kvclient.AggSpec{Func: kvclient.AggFunc(a.Func), Column: col(a.Column)})
+	}
+	groups, err := k.Client.Aggregate(ctx, table, rng, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions}, cs)
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make([]query.AggGroup, len(groups))
+	for i, g := range groups {
+		out[i].Key = g.Key
+		for _, v := range g.Values {
+			out[i].Values = append(out[i].Values, query.AggValue{Count: v.Count, Value: v.Value})
+		}
+	}
+	return out, nil
+}

@@ -74,7 +74,12 @@ type Table struct {
 	// the order they were declared.
 	Columns  []Column `json:"columns"`
 	Families []Family `json:"families"`
+	native   bool
 }
+
+// Native reports whether the table has no SQL definition: it was made
+// through the native API, so its rows may lack the marker cell.
+func (t *Table) Native() bool { return t.native }
 
 // KeyColumns returns the primary key's columns, in key order.
 func (t *Table) KeyColumns() []Column {
@@ -148,7 +153,7 @@ func FromSchema(name string, s model.Schema) (*Table, error) {
 		return t, nil
 	}
 	// A table of the native API: its key and every qualifier are bytes.
-	t := &Table{Name: name, Columns: []Column{{Name: KeyColumn, Type: model.TypeBytea, Key: true, NotNull: true}}}
+	t := &Table{Name: name, Columns: []Column{{Name: KeyColumn, Type: model.TypeBytea, Key: true, NotNull: true}}, native: true}
 	for _, f := range s.Families {
 		if f.Name != MarkerFamily {
 			t.Families = append(t.Families, Family{Name: f.Name, DefaultType: model.TypeBytea, Open: true})
