@@ -167,16 +167,43 @@ func (x *exprs) compile(n *pg.Node, want uint32) (*pgeval.Expr, error) {
 	if hasSubquery(n) {
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries in writes are not supported (table %s); a statement reads one table, once", x.t.name)
 	}
-	if p := n.GetParamRef(); p != nil && want != 0 {
-		// A bare parameter takes its column's type, as in PostgreSQL.
-		n = &pg.Node{Node: &pg.Node_TypeCast{TypeCast: &pg.TypeCast{Arg: n, TypeName: typeNameNode(want), Location: -1}}}
+	var e *pgeval.Expr
+	var err error
+	if want != 0 {
+		// As an assignment: unknown literals and parameters take the
+		// type, other values convert only where PostgreSQL would.
+		e, err = pgeval.CompileExprAs(n, x.t.scope, want, x.s.env(nil), x.params)
+	} else {
+		e, err = pgeval.CompileExpr(n, x.t.scope, x.s.env(nil), x.params)
 	}
-	e, err := pgeval.CompileExpr(n, x.t.scope, x.s.env(nil), x.params)
 	if err != nil {
 		return nil, err
 	}
 	x.merge(e.Params())
 	return e, nil
+}
+
+// compileFor compiles a value for a column, naming the column if the
+// types do not match, as PostgreSQL does.
+func (x *exprs) compileFor(n *pg.Node, col catalog.Column) (*pgeval.Expr, error) {
+	e, err := x.compile(n, columnOID(col))
+	if err != nil {
+		if se := sqlstate.AsError(err); se.Code == sqlstate.CodeDatatypeMismatch {
+			c := *se
+			c.Message = fmt.Sprintf("column %q is of type %s but %s", col.Name, pgtypes.TypeName(columnOID(col)), strings.TrimPrefix(afterBut(se.Message), "but "))
+			return nil, &c
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+// afterBut keeps "expression is of type X" from the evaluator's message.
+func afterBut(msg string) string {
+	if i := strings.Index(msg, "expression is of type"); i >= 0 {
+		return msg[i:]
+	}
+	return msg
 }
 
 func (x *exprs) merge(ps []uint32) {
@@ -199,20 +226,6 @@ func (x *exprs) final() []uint32 {
 		}
 	}
 	return out
-}
-
-// typeNameNode names a type for a cast node.
-func typeNameNode(oid uint32) *pg.TypeName {
-	name := pgtypes.TypeName(oid)
-	switch oid {
-	case pgtypes.OIDTimestamptz:
-		name = "timestamptz"
-	case pgtypes.OIDFloat8:
-		name = "float8"
-	case pgtypes.OIDVarchar:
-		name = "varchar"
-	}
-	return &pg.TypeName{Names: []*pg.Node{strNode("pg_catalog"), strNode(name)}, Location: -1}
 }
 
 // assign converts an expression's value to a column's type.
@@ -524,11 +537,12 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 			}
 			row := make([]*pgeval.Expr, len(items))
 			for k, item := range items {
-				want := pgtypes.OIDInt8
-				if cols[k] >= 0 {
-					want = typeOID(t.codec.cols[cols[k]].Type)
+				if cols[k] < 0 { // _ts
+					row[k], err = x.compile(item, 0)
+				} else {
+					row[k], err = x.compileFor(item, t.codec.cols[cols[k]])
 				}
-				if row[k], err = x.compile(item, want); err != nil {
+				if err != nil {
 					return nil, err
 				}
 			}
@@ -786,7 +800,7 @@ func (x *exprs) setList(list []*pg.Node) ([]setItem, error) {
 		if col.Key {
 			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cannot change %s, part of the row key: DELETE the row and INSERT it again", col.Name)
 		}
-		e, err := x.compile(rt.Val, typeOID(col.Type))
+		e, err := x.compileFor(rt.Val, col)
 		if err != nil {
 			return nil, err
 		}
