@@ -183,27 +183,44 @@ func (x *exprs) compile(n *pg.Node, want uint32) (*pgeval.Expr, error) {
 	return e, nil
 }
 
-// compileFor compiles a value for a column, naming the column if the
-// types do not match, as PostgreSQL does.
+// compileFor compiles a value for a column, with PostgreSQL's assignment
+// rules: a value of another type converts only by an implicit or
+// assignment cast (numbers into numbers, anything into text), else the
+// column is named in a 42804.
 func (x *exprs) compileFor(n *pg.Node, col catalog.Column) (*pgeval.Expr, error) {
-	e, err := x.compile(n, columnOID(col))
+	to := columnOID(col)
+	natural, err := x.compile(n, 0)
 	if err != nil {
-		if se := sqlstate.AsError(err); se.Code == sqlstate.CodeDatatypeMismatch {
-			c := *se
-			c.Message = fmt.Sprintf("column %q is of type %s but %s", col.Name, pgtypes.TypeName(columnOID(col)), strings.TrimPrefix(afterBut(se.Message), "but "))
-			return nil, &c
-		}
 		return nil, err
 	}
-	return e, nil
+	if from := natural.OID(); !assignable(from, to) {
+		return nil, sqlstate.Errorf(sqlstate.CodeDatatypeMismatch, "column %q is of type %s but expression is of type %s", col.Name, pgtypes.TypeName(to), pgtypes.TypeName(from))
+	}
+	return x.compile(n, to)
 }
 
-// afterBut keeps "expression is of type X" from the evaluator's message.
-func afterBut(msg string) string {
-	if i := strings.Index(msg, "expression is of type"); i >= 0 {
-		return msg[i:]
+// assignable: PostgreSQL converts a from value to to in an assignment.
+func assignable(from, to uint32) bool {
+	kind := func(oid uint32) string {
+		switch oid {
+		case pgtypes.OIDInt2, pgtypes.OIDInt4, pgtypes.OIDInt8, pgtypes.OIDFloat4, pgtypes.OIDFloat8, pgtypes.OIDNumeric:
+			return "number"
+		case pgtypes.OIDText, pgtypes.OIDVarchar, pgtypes.OIDName, 1042:
+			return "string"
+		case pgtypes.OIDDate, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
+			return "time"
+		case pgtypes.OIDJSON, pgtypes.OIDJSONB:
+			return "json"
+		}
+		return fmt.Sprint(oid)
 	}
-	return msg
+	switch {
+	case from == to, from == pgtypes.OIDUnknown:
+		return true
+	case kind(to) == "string":
+		return true // I/O conversion to a string type
+	}
+	return kind(from) == kind(to)
 }
 
 func (x *exprs) merge(ps []uint32) {

@@ -455,3 +455,7 @@ func (p *pointRead) Next() bool {
 
 func (p *pointRead) Row() model.Row { return p.row }
 func (p *pointRead) Err() error     { return p.err }
+
+// StarColumns: * expands to the columns the table shows, not to the
+// undeclared qualifiers a statement named, which follow them.
+func (r *tableRel) StarColumns() int { return r.codec.visible }
