@@ -29,28 +29,27 @@ func (s *Session) candidates(ctx context.Context, t *target, where *pg.Node, x *
 }
 
 // rowLoop runs fn on each candidate row; fn returns whether the row
-// counts.
-func (s *Session) rowLoop(ctx context.Context, q *queryPlan, args []any, fn func(vals []any) (bool, error)) (int, error) {
+// counts. Rows are independent writes: with concurrent set, up to
+// writeParallel run at once.
+func (s *Session) rowLoop(ctx context.Context, q *queryPlan, args []any, concurrent bool, fn func(vals []any) (bool, error)) (int, error) {
 	rows, err := q.plan.Run(ctx, s.env(q.cat), args)
 	if err != nil {
 		return 0, err
 	}
 	defer rows.Close()
-	n := 0
+	par := newParallel(ctx, concurrent)
 	for {
 		vals, err := rows.Next(ctx)
 		if err == io.EOF {
-			return n, nil
+			return par.wait()
 		}
 		if err != nil {
-			return n, err
+			par.wait()
+			return 0, err
 		}
-		ok, err := fn(vals)
-		if err != nil {
-			return n, err
-		}
-		if ok {
-			n++
+		if err := par.do(func() (bool, error) { return fn(vals) }); err != nil {
+			par.wait()
+			return 0, err
 		}
 	}
 }
@@ -97,7 +96,7 @@ func (s *Session) compileUpdate(ctx context.Context, text string, up *pg.UpdateS
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		env := s.env(nil)
 		var out [][]any
-		n, err := s.rowLoop(ctx, q, args, func(vals []any) (bool, error) {
+		n, err := s.rowLoop(ctx, q, args, s.txw == nil && ret == nil, func(vals []any) (bool, error) {
 			key, err := t.key(vals)
 			if err != nil {
 				return false, err
@@ -195,7 +194,7 @@ func (s *Session) compileDelete(ctx context.Context, text string, del *pg.Delete
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		env := s.env(nil)
 		var out [][]any
-		n, err := s.rowLoop(ctx, q, args, func(vals []any) (bool, error) {
+		n, err := s.rowLoop(ctx, q, args, s.txw == nil && ret == nil, func(vals []any) (bool, error) {
 			key, err := t.key(vals)
 			if err != nil {
 				return false, err
