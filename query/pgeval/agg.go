@@ -430,9 +430,18 @@ type aggNode struct {
 	keys    []*Expr
 	aggs    *[]*aggSpec
 	grouped bool // GROUP BY present: no rows in, no rows out
+	// push, when set, asks the relation scanned by in to aggregate
+	// (Aggregator); in runs only if it declines.
+	push *aggPush
 }
 
 func (n *aggNode) open(ec *evalCtx) (iter, error) {
+	if n.push != nil {
+		it, handled, err := n.push.run(ec, n)
+		if err != nil || handled {
+			return it, err
+		}
+	}
 	it, err := openNode(n.in, ec)
 	if err != nil {
 		return nil, err
@@ -532,7 +541,10 @@ func (n *aggNode) explain() (string, []string, []node) {
 		props = append(props, "Group Key: "+descs(n.keys))
 	}
 	title := "Aggregate"
-	if n.grouped {
+	switch {
+	case n.push != nil:
+		title = "Aggregate (partial aggregates on the relation)"
+	case n.grouped:
 		title = "HashAggregate"
 	}
 	return title, props, []node{n.in}

@@ -70,6 +70,17 @@ type Explainer interface {
 	Explain(req ScanRequest) []string
 }
 
+// StarColumner is implemented by a relation whose columns from index
+// StarColumns() on are not part of its row type: * and t.*, a whole-row
+// reference (row_to_json(t)), NATURAL joins and JOIN USING leave them
+// out, but a query may name them (a user table's columns for
+// undeclared qualifiers the statement names: SELECT *, "anchor:x"
+// FROM t lists anchor:x once). Column aliases (FROM t AS x(a, b))
+// rename only the columns * shows.
+type StarColumner interface {
+	StarColumns() int
+}
+
 // Catalog resolves relation names.
 type Catalog interface {
 	// Relation returns schema.name; schema "" searches the search path

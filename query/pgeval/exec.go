@@ -269,26 +269,67 @@ func (n *scanNode) open(ec *evalCtx) (iter, error) {
 }
 
 func (n *scanNode) explain() (string, []string, []node) {
-	title := "Seq Scan on " + n.name
+	var props []string
+	ex, isEx := n.rel.(Explainer)
+	var lines []string
+	if isEx {
+		lines = ex.Explain(n.request(&evalCtx{ctx: context.Background(), env: &Env{}}))
+	}
+	// A relation that describes its scan names the node itself; the
+	// filters it applies exactly are its to describe.
+	exacter, _ := n.rel.(Exacter)
+	var d []string
+	for i, f := range n.filters {
+		if len(lines) > 0 && exacter != nil && exacter.Exact(Filter{Node: n.filterNodes[i], Expr: f}) {
+			continue
+		}
+		d = append(d, f.desc)
+	}
+	filter := func() {
+		if len(d) > 0 {
+			props = append(props, "Filter: "+strings.Join(d, " AND "))
+		}
+	}
+	if len(lines) > 0 {
+		title := strings.TrimSpace(lines[0])
+		if n.alias != "" && n.alias != n.name {
+			title += " " + quoteIdent(n.alias)
+		}
+		props = append(props, dedent(lines[1:])...)
+		filter()
+		return title, props, nil
+	}
+	title := "Seq Scan on " + quoteIdent(n.name)
 	if n.schema != "" {
-		title = "Seq Scan on " + n.schema + "." + n.name
+		title = "Seq Scan on " + quoteIdent(n.schema) + "." + quoteIdent(n.name)
 	}
 	if n.alias != "" && n.alias != n.name {
-		title += " " + n.alias
+		title += " " + quoteIdent(n.alias)
 	}
-	var props []string
-	if len(n.filters) > 0 {
-		var d []string
-		for _, f := range n.filters {
-			d = append(d, f.desc)
-		}
-		props = append(props, "Filter: "+strings.Join(d, " AND "))
-	}
-	if ex, ok := n.rel.(Explainer); ok {
-		req := n.request(&evalCtx{ctx: context.Background(), env: &Env{}})
-		props = append(props, ex.Explain(req)...)
-	}
+	filter()
 	return title, props, nil
+}
+
+// dedent removes the indentation the lines share.
+func dedent(lines []string) []string {
+	common := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		k := len(l) - len(strings.TrimLeft(l, " "))
+		if common < 0 || k < common {
+			common = k
+		}
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		if len(l) >= common && common > 0 {
+			l = l[common:]
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func passes(ec *evalCtx, row []any, preds []*Expr) (bool, error) {

@@ -165,6 +165,9 @@ type scopeCol struct {
 	// hidden columns take no part in * and unqualified lookup (the right
 	// side's copy of a JOIN USING column).
 	hidden bool
+	// nostar columns are reached by name only: * and t.*, a whole-row
+	// reference, NATURAL and USING leave them out (StarColumner).
+	nostar bool
 }
 
 // scope is the columns of one query level's FROM list; parent is the
@@ -293,9 +296,9 @@ func (c *compiler) column(sc *scope, parts []string, loc int32) (*Expr, error) {
 			}
 			idx = slot
 		}
-		desc := name
+		desc := quoteIdent(name)
 		if len(qual) > 0 {
-			desc = qual[len(qual)-1] + "." + name
+			desc = quoteIdent(qual[len(qual)-1]) + "." + desc
 		}
 		d := depth
 		if d == 0 {
@@ -472,7 +475,7 @@ func (c *compiler) wholeRow(sc *scope, parts []string, loc int32) (*Expr, error)
 	var cols []scopeCol
 	for s := sc; s != nil && len(cols) == 0; s = s.parent {
 		for _, col := range s.cols {
-			if col.table == parts[len(parts)-2] {
+			if col.table == parts[len(parts)-2] && !col.nostar {
 				cols = append(cols, col)
 			}
 		}
@@ -559,7 +562,9 @@ func (c *compiler) convert(e *Expr, to uint32, loc int32, explicit bool) (*Expr,
 		ne.oid = to
 		return &ne, nil
 	}
-	if !explicit && !implicitCast(e.oid, to) {
+	// pg_node_tree is binary-coercible to text, implicitly
+	// (pg_get_expr(adbin, adrelid)).
+	if !explicit && !implicitCast(e.oid, to) && !(e.oid == OIDPgNodeTree && isText(to)) {
 		return nil, errAt(loc, codeDatatypeMismatch, "argument is of type %s, not %s", typeName(e.oid), typeName(to))
 	}
 	if explicit && !canCast(e.oid, to) {

@@ -365,7 +365,7 @@ func (c *compiler) field(e *Expr, name string) (*Expr, error) {
 		if col.Name == name {
 			k := i
 			in := e
-			return &Expr{oid: col.OID, name: name, desc: "(" + e.desc + ")." + name, eval: func(ec *evalCtx, row []any) (any, error) {
+			return &Expr{oid: col.OID, name: name, desc: "(" + e.desc + ")." + quoteIdent(name), eval: func(ec *evalCtx, row []any) (any, error) {
 				v, err := in.eval(ec, row)
 				if err != nil || v == nil {
 					return nil, err

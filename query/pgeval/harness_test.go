@@ -44,7 +44,7 @@ func (r *memRel) Scan(_ context.Context, req ScanRequest) (Rows, error) {
 }
 
 func (r *memRel) Explain(req ScanRequest) []string {
-	return []string{fmt.Sprintf("Memory: %d rows", len(r.rows))}
+	return []string{"Memory Scan", fmt.Sprintf("  Rows: %d", len(r.rows))}
 }
 
 type memRows struct {

@@ -403,7 +403,7 @@ func (c *compiler) finishOutput(q *query, s *pg.SelectStmt, outer *scope) (*quer
 	var exprs []*Expr
 	for i := range q.names {
 		i := i
-		exprs = append(exprs, &Expr{oid: q.oids[i], name: q.names[i], desc: q.names[i], eval: func(_ *evalCtx, row []any) (any, error) { return row[i], nil }})
+		exprs = append(exprs, &Expr{oid: q.oids[i], name: q.names[i], desc: quoteIdent(q.names[i]), eval: func(_ *evalCtx, row []any) (any, error) { return row[i], nil }})
 	}
 	var keys []sortKey
 	for _, sn := range s.SortClause {
@@ -580,8 +580,14 @@ func aliasCols(a *pg.Alias, cols []scopeCol, table string) ([]scopeCol, error) {
 		table = a.Aliasname
 		names = strs(a.Colnames)
 	}
-	if len(names) > len(cols) {
-		return nil, sqlstate.Errorf(codeInvalidColumnReference, "table \"%s\" has %d columns available but %d columns specified", table, len(cols), len(names))
+	avail := 0
+	for _, col := range cols {
+		if !col.nostar {
+			avail++
+		}
+	}
+	if len(names) > avail {
+		return nil, sqlstate.Errorf(codeInvalidColumnReference, "table \"%s\" has %d columns available but %d columns specified", table, avail, len(names))
 	}
 	out := make([]scopeCol, len(cols))
 	for i, col := range cols {
@@ -633,8 +639,15 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 			return nil, err
 		}
 		var cols []scopeCol
-		for _, col := range rel.Columns() {
-			cols = append(cols, scopeCol{schema: rv.Schemaname, table: rv.Relname, name: col.Name, oid: col.OID})
+		var oids []uint32
+		relCols := rel.Columns()
+		star := len(relCols)
+		if sc, ok := rel.(StarColumner); ok && sc.StarColumns() >= 0 && sc.StarColumns() < star {
+			star = sc.StarColumns()
+		}
+		for i, col := range relCols {
+			cols = append(cols, scopeCol{schema: rv.Schemaname, table: rv.Relname, name: col.Name, oid: col.OID, nostar: i >= star})
+			oids = append(oids, col.OID)
 		}
 		cols, err = aliasCols(rv.Alias, cols, rv.Relname)
 		if err != nil {
@@ -644,7 +657,7 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 		if rv.Alias != nil {
 			alias = rv.Alias.Aliasname
 		}
-		sn := &scanNode{rel: rel, schema: rv.Schemaname, name: rv.Relname, alias: alias, ncols: len(cols)}
+		sn := &scanNode{rel: rel, schema: rv.Schemaname, name: rv.Relname, alias: alias, ncols: len(cols), oids: oids}
 		return &fromItem{node: sn, cols: cols, rels: []*baseRel{{scan: sn, cols: cols}}}, nil
 	case *pg.Node_RangeSubselect:
 		rs := x.RangeSubselect
@@ -776,7 +789,7 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 	if j.IsNatural {
 		for _, lc := range l.cols {
 			for _, rc := range r.cols {
-				if lc.name == rc.name && !lc.hidden && !rc.hidden {
+				if lc.name == rc.name && !lc.hidden && !rc.hidden && !lc.nostar && !rc.nostar {
 					using = append(using, lc.name)
 				}
 			}
@@ -789,12 +802,12 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 		for _, name := range using {
 			li, ri := -1, -1
 			for i, col := range l.cols {
-				if col.name == name && !col.hidden {
+				if col.name == name && !col.hidden && !col.nostar {
 					li = i
 				}
 			}
 			for i, col := range r.cols {
-				if col.name == name && !col.hidden {
+				if col.name == name && !col.hidden && !col.nostar {
 					ri = i
 				}
 			}
@@ -875,7 +888,7 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 			}
 			merged = append(merged, col)
 			k := kind
-			exprs = append(exprs, &Expr{oid: col.oid, name: col.name, desc: col.name, eval: func(_ *evalCtx, row []any) (any, error) {
+			exprs = append(exprs, &Expr{oid: col.oid, name: col.name, desc: quoteIdent(col.name), eval: func(_ *evalCtx, row []any) (any, error) {
 				switch {
 				case k == joinRight:
 					return row[ri], nil
@@ -887,7 +900,7 @@ func (c *compiler) joinExpr(j *pg.JoinExpr, outer *scope) (*fromItem, error) {
 		}
 		for i := range cols {
 			i := i
-			exprs = append(exprs, &Expr{oid: cols[i].oid, desc: cols[i].name, eval: func(_ *evalCtx, row []any) (any, error) { return row[i], nil }})
+			exprs = append(exprs, &Expr{oid: cols[i].oid, desc: quoteIdent(cols[i].name), eval: func(_ *evalCtx, row []any) (any, error) { return row[i], nil }})
 		}
 		out = &fromItem{node: &projectNode{in: jnode, exprs: exprs}, cols: append(merged, cols...), rels: rels}
 	}
@@ -940,7 +953,7 @@ func (n *scanNode) extraUsed(i int) {
 }
 
 func colRef(i int, col scopeCol) *Expr {
-	return &Expr{oid: col.oid, name: col.name, desc: col.table + "." + col.name, eval: func(_ *evalCtx, row []any) (any, error) { return row[i], nil }}
+	return &Expr{oid: col.oid, name: col.name, desc: quoteIdent(col.table) + "." + quoteIdent(col.name), eval: func(_ *evalCtx, row []any) (any, error) { return row[i], nil }}
 }
 
 func andAll(conds []*Expr) *Expr {
@@ -1163,7 +1176,7 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 			for k, col := range cols {
 				k := k
 				in := e
-				targets = append(targets, target{name: col.Name, expr: &Expr{oid: col.OID, name: col.Name, desc: col.Name, eval: func(ec *evalCtx, row []any) (any, error) {
+				targets = append(targets, target{name: col.Name, expr: &Expr{oid: col.OID, name: col.Name, desc: quoteIdent(col.Name), eval: func(ec *evalCtx, row []any) (any, error) {
 					v, err := in.eval(ec, row)
 					if r, ok := v.(Record); ok && k < len(r.Vals) {
 						return r.Vals[k], err
@@ -1263,6 +1276,9 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 		return nil, err
 	}
 	needSort := len(keys) > 0 && !c.ordered(from, keys, exprs, sc, grouped || len(srfs) > 0 || len(wins) > 0)
+	if grouped && len(srfs) == 0 && len(wins) == 0 {
+		c.pushAggregates(from, rest, agg)
+	}
 	// Push LIMIT to a lone scan when nothing between needs all rows.
 	if len(from.rels) == 1 && from.rels[0].scan == from.node && len(rest) == 0 && !grouped && len(srfs) == 0 && len(wins) == 0 &&
 		len(s.DistinctClause) == 0 && !needSort && limit != nil && exactFilters(from.rels[0].scan) {
@@ -1400,7 +1416,7 @@ func (c *compiler) expandStar(sc *scope, parts []string, loc int32) ([]target, e
 	var out []target
 	found := false
 	for _, col := range sc.cols {
-		if col.hidden && len(parts) == 1 {
+		if (col.hidden && len(parts) == 1) || col.nostar {
 			continue
 		}
 		if len(parts) > 1 && col.table != parts[len(parts)-2] {
