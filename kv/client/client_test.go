@@ -42,6 +42,7 @@ type server struct {
 	addr  string
 	store *tablet.Store
 	lock  *lock
+	srv   *tabletserver.Server
 }
 
 // startServer runs a tablet server over a store with the given tables.
@@ -72,7 +73,7 @@ func startServer(t *testing.T, name string, tables map[string][][]byte, schema m
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close(ctx); store.Close(ctx) })
-	return &server{addr: ln.Addr().String(), store: store, lock: l}
+	return &server{addr: ln.Addr().String(), store: store, lock: l, srv: srv}
 }
 
 // describe writes the METADATA row of a tablet into the store that holds
