@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,18 @@ func TestPsqlAgainstDemo(t *testing.T) {
 	// passes against PostgreSQL 15 too (with -endpoint postgresql).
 	if out, err := exec.Command(bin, "sqltest", "-url", d.pg, "sql/session.slt").CombinedOutput(); err != nil || !strings.Contains(string(out), " 0 failed") {
 		t.Fatalf("cellar sqltest: %v\n%s", err, out)
+	}
+	// COPY into a table: psql's \copy sends COPY … FROM STDIN, in text
+	// and CSV, and reads it back with COPY … TO STDOUT.
+	csv := filepath.Join(t.TempDir(), "people.csv")
+	if err := os.WriteFile(csv, []byte("id,name\n1,ada\n2,\"lovelace, ada\"\n3,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("-c", `CREATE TABLE copy_people (id INT PRIMARY KEY, name TEXT)`,
+		"-c", `\copy copy_people FROM '`+csv+`' WITH (FORMAT csv, HEADER)`,
+		"-c", `\copy copy_people TO STDOUT`, "-c", `\copy copy_people FROM '`+csv+`' WITH (FORMAT csv, HEADER)`)
+	if !strings.Contains(out, "1\tada\n2\tlovelace, ada\n3\t\\N\n") || !strings.Contains(out, `duplicate key value violates unique constraint "copy_people_pkey"`) {
+		t.Fatalf("\\copy: %v\n%s", err, out)
 	}
 	// Errors point at the right character.
 	out, _ = run("-c", "SELECT x")
