@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"strings"
@@ -8,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/cellardb/cellar/query"
-	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
 
@@ -37,6 +37,7 @@ func (c *conn) sendCopyOut(res *query.Result) error {
 		}
 		c.be.Send(&pgproto3.CopyData{Data: []byte(strings.Join(names, opts.Delimiter) + "\n")})
 	}
+	style := sessionStyle(c.sess)
 	for _, row := range res.Rows {
 		var line []byte
 		switch opts.Format {
@@ -62,9 +63,9 @@ func (c *conn) sendCopyOut(res *query.Result) error {
 				case v == nil:
 					fields[i] = opts.Null
 				case opts.Format == "csv":
-					fields[i] = csvField(pgtypes.FormatText(res.Columns[i].OID, v), opts, true)
+					fields[i] = csvField(string(encodeText(res.Columns[i].OID, v, style)), opts, true)
 				default:
-					fields[i] = textField(pgtypes.FormatText(res.Columns[i].OID, v), opts.Delimiter)
+					fields[i] = textField(string(encodeText(res.Columns[i].OID, v, style)), opts.Delimiter)
 				}
 			}
 			line = []byte(strings.Join(fields, opts.Delimiter) + "\n")
@@ -124,7 +125,19 @@ func csvField(s string, opts *query.CopyOut, value bool) string {
 // error the rest of the data is read and dropped, as PostgreSQL does, so
 // the connection stays in step.
 func (c *conn) receiveCopyIn(in *query.CopyIn) (string, error) {
-	c.be.Send(&pgproto3.CopyInResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, in.Columns)})
+	format := uint16(0)
+	if in.Format == "binary" {
+		format = 1
+	}
+	codes := make([]uint16, in.Columns)
+	for i := range codes {
+		codes[i] = format
+	}
+	c.be.Send(&pgproto3.CopyInResponse{OverallFormat: byte(format), ColumnFormatCodes: codes})
+	var bin *binaryCopy
+	if in.Format == "binary" {
+		bin = &binaryCopy{in: in}
+	}
 	if err := c.be.Flush(); err != nil {
 		in.Abort()
 		return "", err
@@ -141,10 +154,19 @@ func (c *conn) receiveCopyIn(in *query.CopyIn) (string, error) {
 		}
 		switch m := msg.(type) {
 		case *pgproto3.CopyData:
-			if failed == nil {
+			switch {
+			case failed != nil:
+			case bin != nil:
+				failed = bin.data(ctx, m.Data)
+			default:
 				failed = in.Data(ctx, m.Data)
 			}
 		case *pgproto3.CopyDone:
+			if failed == nil && bin != nil && len(bin.pending) > 0 {
+				// The trailer is optional, as in PostgreSQL; a partial
+				// tuple is not.
+				failed = sqlstate.Errorf("22P04", "unexpected EOF in COPY data")
+			}
 			if failed != nil {
 				in.Abort()
 				return "", failed
@@ -158,6 +180,88 @@ func (c *conn) receiveCopyIn(in *query.CopyIn) (string, error) {
 		default:
 			in.Abort()
 			return "", sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unexpected message type %T during COPY from stdin", msg)
+		}
+	}
+}
+
+// binaryCopy reads COPY's binary format: the signature PGCOPY\n\377\r\n\0,
+// flags and a header extension, then tuples (a field count, and each
+// field's length, -1 for NULL, and bytes in the type's binary form),
+// and the trailer, a field count of -1.
+type binaryCopy struct {
+	in      *query.CopyIn
+	pending []byte
+	header  bool
+	ended   bool
+}
+
+var copySignature = []byte("PGCOPY\n\xff\r\n\x00")
+
+func (b *binaryCopy) data(ctx context.Context, p []byte) error {
+	b.pending = append(b.pending, p...)
+	for {
+		if b.ended {
+			if len(b.pending) > 0 {
+				return sqlstate.Errorf("22P04", "COPY binary data after the trailer")
+			}
+			return nil
+		}
+		if !b.header {
+			if len(b.pending) < 19 {
+				return nil
+			}
+			if !bytes.Equal(b.pending[:11], copySignature) {
+				return sqlstate.Errorf("22P04", "COPY file signature not recognized")
+			}
+			ext := int(binary.BigEndian.Uint32(b.pending[15:19]))
+			if len(b.pending) < 19+ext {
+				return nil
+			}
+			b.pending, b.header = b.pending[19+ext:], true
+			continue
+		}
+		if len(b.pending) < 2 {
+			return nil
+		}
+		n := int(int16(binary.BigEndian.Uint16(b.pending)))
+		if n == -1 {
+			b.pending, b.ended = b.pending[2:], true
+			continue
+		}
+		// A whole tuple must be here before it is decoded.
+		off, vals := 2, make([]any, 0, n)
+		for i := 0; i < n; i++ {
+			if len(b.pending) < off+4 {
+				return nil
+			}
+			l := int(int32(binary.BigEndian.Uint32(b.pending[off:])))
+			off += 4
+			if l < 0 {
+				vals = append(vals, nil)
+				continue
+			}
+			if len(b.pending) < off+l {
+				return nil
+			}
+			vals = append(vals, b.pending[off:off+l])
+			off += l
+		}
+		if n != len(b.in.ColumnOIDs) {
+			return sqlstate.Errorf("22P04", "row field count is %d, expected %d", n, len(b.in.ColumnOIDs))
+		}
+		for i, v := range vals {
+			if v == nil {
+				continue
+			}
+			d, err := decodeBinary(b.in.ColumnOIDs[i], bytes.Clone(v.([]byte)))
+			if err != nil {
+				return err
+			}
+			vals[i] = d
+		}
+		b.pending = b.pending[off:]
+		if err := b.in.Row(ctx, vals); err != nil {
+			return err
 		}
 	}
 }

@@ -24,10 +24,12 @@ import (
 
 const copyParallel = 32
 
-// CopyIn receives COPY FROM STDIN data.
+// CopyIn receives COPY FROM STDIN data: text and CSV through Data, and
+// binary rows, which the wire layer decodes by ColumnOIDs, through Row.
 type CopyIn struct {
-	Format  string // "text" or "csv"
-	Columns int
+	Format     string // "text", "csv" or "binary"
+	Columns    int
+	ColumnOIDs []uint32
 
 	s       *Session
 	t       *target
@@ -49,9 +51,6 @@ type CopyIn struct {
 func (s *Session) compileCopyFrom(ctx context.Context, st *Statement, c *pg.CopyStmt, opts *CopyOut) (*Statement, error) {
 	if c.Relation == nil {
 		return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "COPY FROM needs a table")
-	}
-	if opts.Format == "binary" {
-		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY FROM in binary format is not supported; use text or CSV")
 	}
 	if c.WhereClause != nil {
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "COPY FROM … WHERE is not supported")
@@ -82,6 +81,9 @@ func (s *Session) compileCopyFrom(ctx context.Context, st *Statement, c *pg.Copy
 	st.kind = "COPY"
 	st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
 		in := &CopyIn{Format: opts.Format, Columns: len(cols), s: s, t: t, cols: cols, opts: opts, header: opts.Header, sem: make(chan struct{}, copyParallel)}
+		for _, idx := range cols {
+			in.ColumnOIDs = append(in.ColumnOIDs, columnOID(t.codec.cols[idx]))
+		}
 		return &Result{Tag: "COPY", CopyIn: in}, nil
 	}
 	return st, nil
@@ -191,10 +193,9 @@ func (c *CopyIn) record(ctx context.Context, rec []byte) error {
 		}
 		return c.lineError(sqlstate.Errorf("22P04", "%s", what))
 	}
-	w := rowWrite{vals: make([]any, len(c.t.codec.cols)), set: make([]bool, len(c.t.codec.cols)), ts: -1}
+	vals := make([]any, len(c.cols))
 	for k, idx := range c.cols {
 		if fields[k] == nil {
-			w.set[idx] = true
 			continue
 		}
 		col := c.t.codec.cols[idx]
@@ -204,7 +205,34 @@ func (c *CopyIn) record(ctx context.Context, rec []byte) error {
 				return c.lineError(err)
 			}
 		}
-		w.vals[idx], w.set[idx] = v, true
+		vals[k] = v
+	}
+	return c.write(ctx, vals)
+}
+
+// Row writes one row of binary COPY data, decoded by the wire layer (nil
+// is NULL).
+func (c *CopyIn) Row(ctx context.Context, vals []any) error {
+	c.line++
+	if len(vals) != len(c.cols) {
+		return c.lineError(sqlstate.Errorf("22P04", "row field count is %d, expected %d", len(vals), len(c.cols)))
+	}
+	for k, v := range vals {
+		col := c.t.codec.cols[c.cols[k]]
+		if v, err := assign(v, c.ColumnOIDs[k], col); err != nil {
+			return c.lineError(err)
+		} else {
+			vals[k] = v
+		}
+	}
+	return c.write(ctx, vals)
+}
+
+// write writes a row's values (one per COPY column).
+func (c *CopyIn) write(ctx context.Context, vals []any) error {
+	w := rowWrite{vals: make([]any, len(c.t.codec.cols)), set: make([]bool, len(c.t.codec.cols)), ts: -1}
+	for k, idx := range c.cols {
+		w.vals[idx], w.set[idx] = vals[k], true
 	}
 	if err := c.failed(); err != nil {
 		return err
