@@ -168,6 +168,7 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 		}
 		defer rows.Close()
 		res := &Result{Columns: st.Columns}
+		size := int64(0)
 		for {
 			row, err := rows.Next(ctx)
 			if err == io.EOF {
@@ -177,6 +178,9 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 				return nil, err
 			}
 			res.Rows = append(res.Rows, row)
+			if size += rowSize(row); size > s.resultBudget() {
+				return nil, sqlstate.Errorf(codeOutOfMemory, "the result is larger than %d MiB, which a statement's result may hold in the gateway; use LIMIT, or a cursor (DECLARE … FETCH) over ranges of the key", s.resultBudget()>>20)
+			}
 		}
 		res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
 		return res, nil
@@ -287,4 +291,27 @@ func (s *Session) compileAsOf(ctx context.Context, p piece, n *pg.Node, paramOID
 		return inner.run(ctx, s, args)
 	}
 	return st, nil
+}
+
+// resultBudget bounds the rows a statement's result holds in the gateway
+// before they are sent (1 GiB unless SessionOptions.ResultBudget says).
+func (s *Session) resultBudget() int64 {
+	if s.opts.ResultBudget > 0 {
+		return s.opts.ResultBudget
+	}
+	return 1 << 30
+}
+
+// rowSize estimates the memory a row holds.
+func rowSize(row []any) int64 {
+	n := int64(16 * len(row))
+	for _, v := range row {
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case []byte:
+			n += int64(len(x))
+		}
+	}
+	return n
 }

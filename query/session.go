@@ -33,6 +33,8 @@ type SessionOptions struct {
 	Tables *Tables
 	// SortBudget bounds each sort, DISTINCT and GROUP BY (bytes); 0: 64 MiB.
 	SortBudget int64
+	// ResultBudget bounds a result held before it is sent (bytes); 0: 1 GiB.
+	ResultBudget int64
 }
 
 // TxStatus is the transaction status ReadyForQuery reports.
