@@ -141,8 +141,9 @@ func dialectLimits(n *pg.Node, cat *stmtCatalog) error {
 	if len(cat.user) == 0 {
 		return nil
 	}
+	table := cat.user[0].name
 	if hasSubquery(n) {
-		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries over user tables are not supported (table %s); a statement reads one table, once", cat.user[0].name)
+		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries over user tables are not supported (table %s); a statement reads one table, once", table)
 	}
 	if len(cat.user) > 1 {
 		names := []string{}
@@ -150,6 +151,23 @@ func dialectLimits(n *pg.Node, cat *stmtCatalog) error {
 			names = append(names, r.name)
 		}
 		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "joins over user tables are not supported (this query reads %s); a statement reads one table", strings.Join(names, ", "))
+	}
+	var what string
+	walk(n, func(m protoMessage) bool {
+		switch x := m.(type) {
+		case *pg.JoinExpr:
+			what = "joins"
+		case *pg.WithClause:
+			what = "WITH queries"
+		case *pg.SelectStmt:
+			if len(x.FromClause) > 1 {
+				what = "joins"
+			}
+		}
+		return what == ""
+	})
+	if what != "" {
+		return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s over user tables are not supported (table %s); a statement reads one table", what, table)
 	}
 	return nil
 }
