@@ -1415,6 +1415,12 @@ func (c *compiler) tryPush(cj *pg.Node, from *fromItem, full *scope) bool {
 func (c *compiler) expandStar(sc *scope, parts []string, loc int32) ([]target, error) {
 	var out []target
 	found := false
+	// Over one table, EXPLAIN names the columns unqualified, as
+	// PostgreSQL's deparser does.
+	oneTable := true
+	for _, col := range sc.cols {
+		oneTable = oneTable && col.table == sc.cols[0].table
+	}
 	for _, col := range sc.cols {
 		if (col.hidden && len(parts) == 1) || col.nostar {
 			continue
@@ -1431,6 +1437,11 @@ func (c *compiler) expandStar(sc *scope, parts []string, loc int32) ([]target, e
 			if err != nil {
 				return nil, err
 			}
+		}
+		if oneTable && e.desc != quoteIdent(col.name) {
+			cp := *e
+			cp.desc = quoteIdent(col.name)
+			e = &cp
 		}
 		out = append(out, target{expr: e, name: col.name})
 	}

@@ -333,6 +333,8 @@ func TestExplainRelation(t *testing.T) {
 			"Limit\n  ->  Scan webtable\n        Row ranges: the whole table\n        Tablet-server filter: (k >= 'a'::text)\n        Scan limit: 5 rows"},
 		{`SELECT w."User", "order" FROM webtable w WHERE "User" = 'x' ORDER BY "order"`,
 			"Sort\n  Sort Key: \"order\"\n  ->  Scan webtable w\n        Row ranges: the whole table\n        Filter: (\"User\" = 'x'::text)"},
+		{`SELECT * FROM webtable WHERE k >= 'a' ORDER BY "c:n" DESC, 1`,
+			"Sort\n  Sort Key: \"c:n\" DESC, k\n  ->  Scan webtable\n        Row ranges: the whole table\n        Tablet-server filter: (k >= 'a'::text)"},
 		{`SELECT k FROM plain WHERE k >= 'a' AND "c:n" > 1`,
 			"Memory Scan\n  Rows: 0\n  Filter: (k >= 'a'::text) AND (\"c:n\" > 1)"},
 	} {
