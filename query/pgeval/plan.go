@@ -138,7 +138,12 @@ func (p *Plan) Explain(analyze bool) []string {
 		}
 		if analyze {
 			st := n.stats()
-			line += fmt.Sprintf(" (actual time=%.3f rows=%d loops=%d)", float64(st.nanos.Load())/float64(time.Millisecond), st.rows.Load(), st.loops.Load())
+			if st.loops.Load() == 0 {
+				// Such as the scan under an aggregate the relation ran.
+				line += " (never executed)"
+			} else {
+				line += fmt.Sprintf(" (actual time=%.3f rows=%d loops=%d)", float64(st.nanos.Load())/float64(time.Millisecond), st.rows.Load(), st.loops.Load())
+			}
 		}
 		out = append(out, line)
 		for _, pr := range props {

@@ -265,6 +265,12 @@ func TestAggregatePushdown(t *testing.T) {
 	if e != want {
 		t.Errorf("explain:\n%s\nwant:\n%s", e, want)
 	}
+	// EXPLAIN ANALYZE: the scan under a pushed aggregate never runs.
+	p := prepare(t, pushed, "SELECT g, count(*) FROM t GROUP BY g")
+	drain(t, p, pushed)
+	if e := strings.Join(p.Explain(true), "\n"); !strings.Contains(e, "rows=4 loops=1)") || !strings.Contains(e, "->  Memory Scan (never executed)") {
+		t.Errorf("explain analyze:\n%s", e)
+	}
 }
 
 // Columns past StarColumns() are reached by name only.
