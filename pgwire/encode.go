@@ -2,66 +2,245 @@ package pgwire
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
 
-// Values on the wire: text format is pgtypes.FormatText; binary format is
-// PostgreSQL's send/recv format for each type.
+// Values on the wire: text format is pgeval.FormatTextStyle under the
+// session's DateStyle, TimeZone and IntervalStyle; binary format is
+// PostgreSQL's send/recv format for each type. PostgreSQL never refuses
+// to send a value, so neither does encodeBinary: a value it has no
+// binary form for goes as its text (the binary form of the text types).
 
 // pgEpoch is the zero of PostgreSQL's binary dates and timestamps.
 var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// encodeBinary appends v in PostgreSQL's binary format for type oid.
+// sessionStyle is how a session writes dates, times and intervals.
+func sessionStyle(s interface {
+	Setting(string) (string, bool)
+}) pgtypes.Style {
+	if s == nil {
+		return pgtypes.DefaultStyle
+	}
+	return pgtypes.StyleFrom(s.Setting)
+}
+
+// encodeText writes v in PostgreSQL's text format for type oid.
+func encodeText(oid uint32, v any, st pgtypes.Style) []byte {
+	return []byte(pgeval.FormatTextStyle(oid, v, st))
+}
+
+// encodeBinary writes v in PostgreSQL's binary format for type oid.
 func encodeBinary(oid uint32, v any) ([]byte, error) {
+	return appendBinary(nil, oid, v), nil
+}
+
+func appendBinary(b []byte, oid uint32, v any) []byte {
 	switch x := v.(type) {
 	case bool:
 		if x {
-			return []byte{1}, nil
+			return append(b, 1)
 		}
-		return []byte{0}, nil
+		return append(b, 0)
 	case int64:
 		switch oid {
 		case pgtypes.OIDInt2:
-			return binary.BigEndian.AppendUint16(nil, uint16(x)), nil
-		case pgtypes.OIDInt4:
-			return binary.BigEndian.AppendUint32(nil, uint32(x)), nil
+			return binary.BigEndian.AppendUint16(b, uint16(x))
+		case pgtypes.OIDInt4, pgeval.OIDOid, pgeval.OIDXid, pgeval.OIDRegclass, pgeval.OIDRegtype, pgeval.OIDRegproc,
+			pgeval.OIDRegnamespace, pgeval.OIDRegrole:
+			return binary.BigEndian.AppendUint32(b, uint32(x))
+		case pgeval.OIDInterval:
+			return appendInterval(b, x)
+		case pgtypes.OIDInt8:
+			return binary.BigEndian.AppendUint64(b, uint64(x))
+		case pgtypes.OIDFloat4:
+			return binary.BigEndian.AppendUint32(b, math.Float32bits(float32(x)))
+		case pgtypes.OIDFloat8:
+			return binary.BigEndian.AppendUint64(b, math.Float64bits(float64(x)))
+		case pgtypes.OIDNumeric:
+			n, _ := encodeNumeric(strconv.FormatInt(x, 10))
+			return append(b, n...)
 		}
-		return binary.BigEndian.AppendUint64(nil, uint64(x)), nil
+		if !isTextual(oid) {
+			return binary.BigEndian.AppendUint64(b, uint64(x))
+		}
 	case float64:
-		if oid == pgtypes.OIDFloat4 {
-			return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(x))), nil
+		switch oid {
+		case pgtypes.OIDFloat4:
+			return binary.BigEndian.AppendUint32(b, math.Float32bits(float32(x)))
+		case pgtypes.OIDFloat8:
+			return binary.BigEndian.AppendUint64(b, math.Float64bits(x))
 		}
-		return binary.BigEndian.AppendUint64(nil, math.Float64bits(x)), nil
+		if !isTextual(oid) {
+			return binary.BigEndian.AppendUint64(b, math.Float64bits(x))
+		}
 	case string:
-		if oid == pgtypes.OIDJSONB {
-			return append([]byte{1}, x...), nil
-		}
-		return []byte(x), nil
-	case []byte:
-		return x, nil
-	case [16]byte:
-		return x[:], nil
-	case pgtypes.Numeric:
-		return encodeNumeric(string(x))
-	case time.Time:
-		if oid == pgtypes.OIDDate {
-			days := int32(x.UTC().Sub(pgEpoch).Hours() / 24)
-			if x.UTC().Before(pgEpoch) && x.UTC().Sub(pgEpoch)%(24*time.Hour) != 0 {
-				days--
+		switch oid {
+		case pgtypes.OIDJSONB:
+			return append(append(b, 1), x...)
+		case pgeval.OIDChar:
+			// "char" is one byte; the empty value is a zero byte.
+			if x == "" {
+				return append(b, 0)
 			}
-			return binary.BigEndian.AppendUint32(nil, uint32(days)), nil
+			return append(b, x[0])
 		}
-		us := x.UTC().Sub(pgEpoch).Microseconds()
-		return binary.BigEndian.AppendUint64(nil, uint64(us)), nil
+		return append(b, x...)
+	case []byte:
+		if oid == pgtypes.OIDBytea || isTextual(oid) {
+			return append(b, x...)
+		}
+	case [16]byte:
+		return append(b, x[:]...)
+	case pgtypes.Numeric:
+		if oid == pgtypes.OIDNumeric || !isTextual(oid) {
+			n, _ := encodeNumeric(string(x))
+			return append(b, n...)
+		}
+	case time.Time:
+		switch oid {
+		case pgtypes.OIDDate:
+			switch pgtypes.IsInfinite(x) {
+			case 1:
+				return binary.BigEndian.AppendUint32(b, math.MaxInt32)
+			case -1:
+				return binary.BigEndian.AppendUint32(b, 1<<31)
+			}
+			u := x.UTC()
+			days := daysFromCivil(u.Year(), int(u.Month()), u.Day()) - daysFromCivil(2000, 1, 1)
+			return binary.BigEndian.AppendUint32(b, uint32(int32(days)))
+		case pgeval.OIDTime:
+			u := x.UTC()
+			us := int64(u.Hour())*3600e6 + int64(u.Minute())*60e6 + int64(u.Second())*1e6 + int64(u.Nanosecond()/1000)
+			return binary.BigEndian.AppendUint64(b, uint64(us))
+		}
+		if !isTextual(oid) {
+			switch pgtypes.IsInfinite(x) {
+			case 1:
+				return binary.BigEndian.AppendUint64(b, math.MaxInt64)
+			case -1:
+				return binary.BigEndian.AppendUint64(b, 1<<63)
+			}
+			return binary.BigEndian.AppendUint64(b, uint64(timestampMicros(x)))
+		}
+	case pgeval.Reg:
+		if !isTextual(oid) {
+			return binary.BigEndian.AppendUint32(b, x.OID)
+		}
+	case pgeval.Array:
+		if !isTextual(oid) {
+			return appendArray(b, x)
+		}
+	case pgeval.Record:
+		if !isTextual(oid) {
+			b = binary.BigEndian.AppendUint32(b, uint32(len(x.Vals)))
+			for i, e := range x.Vals {
+				var eo uint32 = pgtypes.OIDText
+				if i < len(x.Cols) {
+					eo = x.Cols[i].OID
+				}
+				b = binary.BigEndian.AppendUint32(b, eo)
+				b = appendElem(b, eo, e)
+			}
+			return b
+		}
 	}
-	return nil, fmt.Errorf("no binary format for %T as %s", v, pgtypes.TypeName(oid))
+	// The text form: what the text types send, and the fallback.
+	return append(b, pgeval.FormatText(oid, v)...)
+}
+
+// isTextual reports whether a type's binary form is its text.
+func isTextual(oid uint32) bool {
+	switch oid {
+	case pgtypes.OIDText, pgtypes.OIDVarchar, pgtypes.OIDName, pgtypes.OIDUnknown, pgtypes.OIDJSON, pgeval.OIDBpchar, pgeval.OIDPgNodeTree:
+		return true
+	}
+	return false
+}
+
+// appendElem writes a length-prefixed value, -1 for NULL.
+func appendElem(b []byte, oid uint32, v any) []byte {
+	if v == nil {
+		return binary.BigEndian.AppendUint32(b, 0xffffffff)
+	}
+	at := len(b)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = appendBinary(b, oid, v)
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
+// appendArray writes array_send's format: ndim, has-nulls flag, element
+// type, then each dimension's size and lower bound, then the elements.
+func appendArray(b []byte, a pgeval.Array) []byte {
+	if len(a.Vals) == 0 {
+		b = binary.BigEndian.AppendUint32(b, 0)
+		b = binary.BigEndian.AppendUint32(b, 0)
+		return binary.BigEndian.AppendUint32(b, a.Elem)
+	}
+	hasNull := uint32(0)
+	for _, e := range a.Vals {
+		if e == nil {
+			hasNull = 1
+		}
+	}
+	lower := uint32(1)
+	if a.ZeroBased {
+		lower = 0
+	}
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint32(b, hasNull)
+	b = binary.BigEndian.AppendUint32(b, a.Elem)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(a.Vals)))
+	b = binary.BigEndian.AppendUint32(b, lower)
+	for _, e := range a.Vals {
+		b = appendElem(b, a.Elem, e)
+	}
+	return b
+}
+
+// appendInterval writes interval_send's format: microseconds, days,
+// months. cellar's intervals are microseconds; whole days go in days, as
+// the text form shows them.
+func appendInterval(b []byte, us int64) []byte {
+	days := us / 86400e6
+	us -= days * 86400e6
+	b = binary.BigEndian.AppendUint64(b, uint64(us))
+	b = binary.BigEndian.AppendUint32(b, uint32(int32(days)))
+	return binary.BigEndian.AppendUint32(b, 0)
+}
+
+// timestampMicros is microseconds since 2000-01-01 UTC, without
+// time.Duration's ±292-year limit.
+func timestampMicros(t time.Time) int64 {
+	u := t.UTC()
+	days := daysFromCivil(u.Year(), int(u.Month()), u.Day()) - daysFromCivil(2000, 1, 1)
+	return days*86400e6 + int64(u.Hour())*3600e6 + int64(u.Minute())*60e6 + int64(u.Second())*1e6 + int64(u.Nanosecond()/1000)
+}
+
+// daysFromCivil counts days from 1970-01-01 in the proleptic Gregorian
+// calendar (Howard Hinnant's algorithm).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // decodeBinary reads a parameter sent in binary format.
@@ -109,7 +288,7 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 		if len(b) == 0 || b[0] != 1 {
 			return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported jsonb version")
 		}
-		return string(b[1:]), nil
+		return pgtypes.NormalizeJSONB(string(b[1:]))
 	case pgtypes.OIDBytea:
 		return append([]byte(nil), b...), nil
 	case pgtypes.OIDUUID:
@@ -123,12 +302,32 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 		if err := size(4); err != nil {
 			return nil, err
 		}
-		return pgEpoch.AddDate(0, 0, int(int32(binary.BigEndian.Uint32(b)))), nil
+		switch d := int32(binary.BigEndian.Uint32(b)); d {
+		case math.MaxInt32:
+			return pgtypes.TimeInfinity, nil
+		case math.MinInt32:
+			return pgtypes.TimeNegInfinity, nil
+		default:
+			return pgEpoch.AddDate(0, 0, int(d)), nil
+		}
 	case pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
 		if err := size(8); err != nil {
 			return nil, err
 		}
-		return pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(b))) * time.Microsecond), nil
+		us := int64(binary.BigEndian.Uint64(b))
+		switch us {
+		case math.MaxInt64:
+			return pgtypes.TimeInfinity, nil
+		case math.MinInt64:
+			return pgtypes.TimeNegInfinity, nil
+		}
+		days := us / 86400e6
+		us -= days * 86400e6
+		if us < 0 {
+			days--
+			us += 86400e6
+		}
+		return pgEpoch.AddDate(0, 0, int(days)).Add(time.Duration(us) * time.Microsecond), nil
 	case pgtypes.OIDNumeric:
 		return decodeNumeric(b)
 	}

@@ -248,6 +248,7 @@ func rowDescription(cols []pgtypes.Column, formats []int16) *pgproto3.RowDescrip
 
 // sendRows sends rows [from, to) of a result in the given formats.
 func (c *conn) sendRows(res *query.Result, from, to int, formats []int16) error {
+	style := sessionStyle(c.sess)
 	for _, row := range res.Rows[from:to] {
 		dr := &pgproto3.DataRow{Values: make([][]byte, len(row))}
 		for i, v := range row {
@@ -262,7 +263,7 @@ func (c *conn) sendRows(res *query.Result, from, to int, formats []int16) error 
 				}
 				dr.Values[i] = b
 			} else {
-				dr.Values[i] = []byte(pgtypes.FormatText(oid, v))
+				dr.Values[i] = encodeText(oid, v, style)
 			}
 			c.pending += len(dr.Values[i])
 		}

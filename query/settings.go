@@ -39,11 +39,11 @@ func defaultSettings(user string, superuser bool) []setting {
 		{name: "server_version_num", value: "150004", readOnly: true, desc: "Shows the server version as an integer."},
 		{name: "server_encoding", value: "UTF8", report: true, readOnly: true, desc: "Shows the server (database) character set encoding."},
 		{name: "client_encoding", value: "UTF8", report: true, check: checkEncoding, desc: "Sets the client's character set encoding."},
-		{name: "DateStyle", value: "ISO, MDY", report: true, check: checkDateStyle, desc: "Sets the display format for date and time values."},
+		{name: "DateStyle", value: "ISO, MDY", report: true, desc: "Sets the display format for date and time values."},
 		{name: "TimeZone", value: "UTC", report: true, check: checkTimeZone, desc: "Sets the time zone for displaying and interpreting time stamps."},
 		{name: "integer_datetimes", value: "on", report: true, readOnly: true, desc: "Shows whether datetimes are integer based."},
 		{name: "standard_conforming_strings", value: "on", report: true, check: onlyValue("on"), desc: "Causes '...' strings to treat backslashes literally."},
-		{name: "IntervalStyle", value: "postgres", report: true, check: onlyValue("postgres"), desc: "Sets the display format for interval values."},
+		{name: "IntervalStyle", value: "postgres", report: true, check: checkIntervalStyle, desc: "Sets the display format for interval values."},
 		{name: "application_name", value: "", report: true, desc: "Sets the application name to be reported in statistics and logs."},
 		{name: "is_superuser", value: onOff(superuser), report: true, readOnly: true, desc: "Shows whether the current user is a superuser."},
 		{name: "session_authorization", value: user, report: true, readOnly: true, desc: "Sets the session user name."},
@@ -83,22 +83,35 @@ func checkEncoding(v string) (string, *sqlstate.Error) {
 	return "", sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cellar speaks only UTF8, not client_encoding %q", v)
 }
 
-func checkDateStyle(v string) (string, *sqlstate.Error) {
-	up := strings.ToUpper(v)
-	if !strings.Contains(up, "ISO") && strings.TrimSpace(up) != "" && !strings.Contains(up, "MDY") && !strings.Contains(up, "DMY") && !strings.Contains(up, "YMD") {
-		return "", sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cellar writes dates in ISO style only, not DateStyle %q", v)
+// checkDateStyle applies a DateStyle value to the current one: a style
+// alone keeps the order and an order alone keeps the style, as in
+// PostgreSQL.
+func checkDateStyle(v, current string) (string, *sqlstate.Error) {
+	out, err := pgtypes.CanonicalDateStyle(v, current)
+	if err != nil {
+		e := sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "invalid value for parameter \"DateStyle\": %q", v)
+		e.Detail = err.Error()
+		return "", e
 	}
-	return "ISO, MDY", nil
+	return out, nil
+}
+
+func checkIntervalStyle(v string) (string, *sqlstate.Error) {
+	switch l := strings.ToLower(strings.TrimSpace(v)); l {
+	case "postgres", "postgres_verbose", "sql_standard", "iso_8601":
+		return l, nil
+	}
+	e := sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "invalid value for parameter \"IntervalStyle\": %q", v)
+	e.Hint = "Available values: postgres, postgres_verbose, sql_standard, iso_8601."
+	return "", e
 }
 
 func checkTimeZone(v string) (string, *sqlstate.Error) {
-	if strings.EqualFold(v, "utc") || v == "Z" || strings.EqualFold(v, "gmt") || v == "0" || v == "+00" || v == "00:00" {
-		return "UTC", nil
-	}
-	if _, err := time.LoadLocation(v); err != nil {
+	out, err := pgtypes.CanonicalTimeZone(v)
+	if err != nil {
 		return "", sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", v)
 	}
-	return v, nil
+	return out, nil
 }
 
 func checkBool(v string) (string, *sqlstate.Error) {
@@ -160,6 +173,7 @@ func newSettings(user string, superuser bool) settings {
 		d := d
 		s.byName[strings.ToLower(d.name)] = &d
 	}
+	s.bind()
 	return s
 }
 
@@ -169,7 +183,16 @@ func (s settings) clone() settings {
 		cp := *v
 		c.byName[k] = &cp
 	}
+	c.bind()
 	return c
+}
+
+// bind gives the checks that depend on a setting's current value (a
+// DateStyle part keeps the other part) that setting.
+func (s settings) bind() {
+	if ds := s.byName["datestyle"]; ds != nil {
+		ds.check = func(v string) (string, *sqlstate.Error) { return checkDateStyle(v, ds.value) }
+	}
 }
 
 func (s settings) names() []string {

@@ -97,7 +97,15 @@ func castValue(v any, from, to uint32, ec *evalCtx) (any, error) {
 	}
 	if from == pgtypes.OIDUnknown || isText(from) || from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB {
 		if s, ok := v.(string); ok {
-			if to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB || isText(to) {
+			switch {
+			case to == pgtypes.OIDJSONB && from != pgtypes.OIDJSONB:
+				return pgtypes.NormalizeJSONB(s)
+			case to == pgtypes.OIDJSON && from != pgtypes.OIDJSON && from != pgtypes.OIDJSONB:
+				if err := pgtypes.ValidateJSON(s); err != nil {
+					return nil, err
+				}
+				return s, nil
+			case to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB || isText(to):
 				return textTo(s, to), nil
 			}
 			return castText(s, to, ec)
@@ -111,7 +119,7 @@ func castValue(v any, from, to uint32, ec *evalCtx) (any, error) {
 			}
 			return textTo("false", to), nil
 		}
-		return textTo(FormatText(from, v), to), nil
+		return textTo(FormatTextStyle(from, v, styleOf(ec)), to), nil
 	}
 	switch {
 	case isNumber(from) && isNumber(to):
@@ -137,11 +145,7 @@ func castValue(v any, from, to uint32, ec *evalCtx) (any, error) {
 	case from == pgtypes.OIDInt4 && to == pgtypes.OIDBool:
 		return v.(int64) != 0, nil
 	case isTime(from) && isTime(to):
-		t := v.(time.Time)
-		if to == pgtypes.OIDDate {
-			return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), nil
-		}
-		return t, nil
+		return castTime(v.(time.Time), from, to, styleOf(ec).Location()), nil
 	case (from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB) && (to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB):
 		return v, nil
 	case isArray(from) && isArray(to):
@@ -303,8 +307,15 @@ func castText(s string, to uint32, ec *evalCtx) (any, error) {
 		return n, nil
 	case OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
 		return regFromName(s, to, ec)
-	case OIDChar, OIDBpchar, pgtypes.OIDVarchar, pgtypes.OIDText, pgtypes.OIDName, pgtypes.OIDJSON, pgtypes.OIDJSONB:
+	case OIDChar, OIDBpchar, pgtypes.OIDVarchar, pgtypes.OIDText, pgtypes.OIDName:
 		return textTo(s, to), nil
+	case pgtypes.OIDJSON:
+		if err := pgtypes.ValidateJSON(s); err != nil {
+			return nil, err
+		}
+		return s, nil
+	case pgtypes.OIDJSONB:
+		return pgtypes.NormalizeJSONB(s)
 	case OIDInt2Vector, OIDOidVector:
 		a := Array{Elem: elemOf[to], Vals: []any{}, ZeroBased: true}
 		for _, f := range strings.Fields(s) {
@@ -352,26 +363,16 @@ func castText(s string, to uint32, ec *evalCtx) (any, error) {
 		}
 		return v, nil
 	case pgtypes.OIDDate, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
-		t := strings.TrimSpace(strings.ToLower(s))
-		if (t == "now" || t == "today") && ec != nil && ec.env != nil {
-			n := ec.env.Now.UTC()
-			if t == "today" || to == pgtypes.OIDDate {
-				return time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC), nil
-			}
-			return n, nil
+		var now time.Time
+		if ec != nil && ec.env != nil {
+			now = ec.env.Now
 		}
-		v, err := pgtypes.ParseText(to, s)
-		if err != nil {
-			return nil, sqlstate.Errorf(codeInvalidDatetimeFormat, "invalid input syntax for type %s: \"%s\"", typeName(to), s)
-		}
-		if to == pgtypes.OIDDate {
-			tt := v.(time.Time)
-			v = time.Date(tt.Year(), tt.Month(), tt.Day(), 0, 0, 0, 0, time.UTC)
-		}
-		return v, nil
+		return pgtypes.ParseDateTime(to, s, styleOf(ec), now)
+	case OIDTime:
+		return parseTimeOfDay(s)
 	}
 	if e := elemOf[to]; e != 0 {
-		return parseArray(e, s)
+		return parseArray(e, s, ec)
 	}
 	if !pgtypes.Supported(to) {
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "type %s is not supported", typeName(to))
@@ -394,17 +395,23 @@ func parseInterval(s string) (any, error) {
 	var us float64
 	for i := 0; i < len(f); i++ {
 		if strings.Contains(f[i], ":") {
-			p := strings.Split(f[i], ":")
+			field, sign := f[i], 1.0
+			if rest, ok := strings.CutPrefix(field, "-"); ok {
+				field, sign = rest, -1
+			} else {
+				field = strings.TrimPrefix(field, "+")
+			}
+			p := strings.Split(field, ":")
 			mult := []float64{3600e6, 60e6, 1e6}
 			for j, x := range p {
 				if j >= 3 {
 					return nil, bad
 				}
 				n, err := strconv.ParseFloat(x, 64)
-				if err != nil {
+				if err != nil || n < 0 {
 					return nil, bad
 				}
-				us += n * mult[j]
+				us += sign * n * mult[j]
 			}
 			continue
 		}
@@ -425,4 +432,58 @@ func parseInterval(s string) (any, error) {
 		us += n * m
 	}
 	return int64(us), nil
+}
+
+// styleOf is the statement's DateStyle, TimeZone and IntervalStyle.
+func styleOf(ec *evalCtx) pgtypes.Style {
+	if ec == nil || ec.env == nil || ec.env.Setting == nil {
+		return pgtypes.DefaultStyle
+	}
+	return pgtypes.StyleFrom(ec.env.Setting)
+}
+
+// castTime converts between date, timestamp and timestamptz: a
+// timestamp is a local time in the session's zone where it meets a
+// timestamptz, as in PostgreSQL.
+func castTime(t time.Time, from, to uint32, loc *time.Location) time.Time {
+	if pgtypes.IsInfinite(t) != 0 {
+		return t
+	}
+	local := func(t time.Time) time.Time { // timestamptz → its wall clock
+		l := t.In(loc)
+		return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), l.Nanosecond(), time.UTC)
+	}
+	switch {
+	case from == pgtypes.OIDTimestamptz && to != pgtypes.OIDTimestamptz:
+		t = local(t)
+	case from != pgtypes.OIDTimestamptz && to == pgtypes.OIDTimestamptz:
+		u := t.UTC()
+		if to == pgtypes.OIDTimestamptz && from == pgtypes.OIDDate {
+			u = time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)
+		}
+		return time.Date(u.Year(), u.Month(), u.Day(), u.Hour(), u.Minute(), u.Second(), u.Nanosecond(), loc).UTC()
+	}
+	if to == pgtypes.OIDDate {
+		t = t.UTC()
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	return t
+}
+
+// parseTimeOfDay reads time without time zone: HH:MM[:SS[.frac]] with
+// an optional AM/PM, or allballs.
+func parseTimeOfDay(s string) (any, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "allballs" {
+		return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), nil
+	}
+	// Reuse the timestamp reader on a fixed date.
+	v, err := pgtypes.ParseDateTime(pgtypes.OIDTimestamp, "2000-01-01 "+t, pgtypes.DefaultStyle, time.Time{})
+	if err != nil || !strings.Contains(t, ":") {
+		if se, ok := err.(*sqlstate.Error); ok && se.Code == "22008" {
+			return nil, sqlstate.Errorf("22008", "date/time field value out of range: \"%s\"", s)
+		}
+		return nil, sqlstate.Errorf(codeInvalidDatetimeFormat, "invalid input syntax for type time: \"%s\"", s)
+	}
+	return v, nil
 }

@@ -746,7 +746,7 @@ func buildFuncs() map[string][]*builtin {
 
 	// JSON.
 	add("to_json", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSON, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return toJSON(t[0], a[0]), nil }})
-	add("to_jsonb", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSONB, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return toJSON(t[0], a[0]), nil }})
+	add("to_jsonb", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSONB, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return pgtypes.NormalizeJSONB(toJSON(t[0], a[0])) }})
 	add("row_to_json", &builtin{args: []uint32{OIDRecord, tBool}, min: 1, ret: pgtypes.OIDJSON, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return toJSON(OIDRecord, a[0]), nil }})
 	buildObject := func(oid uint32) *builtin {
 		return &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: oid, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
@@ -766,7 +766,7 @@ func buildFuncs() map[string][]*builtin {
 				}
 			}
 			if oid == pgtypes.OIDJSONB {
-				return "{" + strings.Join(parts, ", ") + "}", nil
+				return pgtypes.NormalizeJSONB("{" + strings.Join(parts, ", ") + "}")
 			}
 			return "{" + strings.Join(parts, ", ") + "}", nil
 		}}
@@ -778,6 +778,9 @@ func buildFuncs() map[string][]*builtin {
 			var parts []string
 			for i, v := range a {
 				parts = append(parts, toJSON(t[i], v))
+			}
+			if oid == pgtypes.OIDJSONB {
+				return pgtypes.NormalizeJSONB("[" + strings.Join(parts, ", ") + "]")
 			}
 			return "[" + strings.Join(parts, ", ") + "]", nil
 		}}

@@ -2,7 +2,6 @@ package pgeval
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -1258,9 +1257,9 @@ func (c *compiler) jsonOp(op string, l, r *Expr, loc int32) (*Expr, error) {
 		if err != nil || k == nil {
 			return nil, err
 		}
-		var doc any
-		if err := json.Unmarshal([]byte(x.(string)), &doc); err != nil {
-			return nil, sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type json")
+		doc, err := pgtypes.ParseJSON(x.(string), l.oid == pgtypes.OIDJSONB)
+		if err != nil {
+			return nil, err
 		}
 		var path []any
 		if a, ok := k.(Array); ok {
@@ -1269,18 +1268,23 @@ func (c *compiler) jsonOp(op string, l, r *Expr, loc int32) (*Expr, error) {
 			path = []any{k}
 		}
 		for _, p := range path {
-			switch d := doc.(type) {
-			case map[string]any:
+			switch doc.Kind {
+			case 'o':
 				key, ok := p.(string)
 				if !ok {
 					return nil, nil
 				}
-				v, ok := d[key]
-				if !ok {
+				var found *pgtypes.JSON
+				for i, k := range doc.Keys { // the last duplicate wins
+					if k == key {
+						found = doc.Vals[i]
+					}
+				}
+				if found == nil {
 					return nil, nil
 				}
-				doc = v
-			case []any:
+				doc = found
+			case 'a':
 				var i int64
 				switch q := p.(type) {
 				case int64:
@@ -1291,55 +1295,59 @@ func (c *compiler) jsonOp(op string, l, r *Expr, loc int32) (*Expr, error) {
 						return nil, nil
 					}
 					i = n
-				}
-				if i < 0 {
-					i += int64(len(d))
-				}
-				if i < 0 || i >= int64(len(d)) {
+				default:
 					return nil, nil
 				}
-				doc = d[i]
+				if i < 0 {
+					i += int64(len(doc.Vals))
+				}
+				if i < 0 || i >= int64(len(doc.Vals)) {
+					return nil, nil
+				}
+				doc = doc.Vals[i]
 			default:
 				return nil, nil
 			}
 		}
 		if asText {
-			if doc == nil {
+			switch doc.Kind {
+			case 'z':
 				return nil, nil
-			}
-			if s, ok := doc.(string); ok {
-				return s, nil
+			case 's':
+				return doc.Str, nil
 			}
 		}
-		b, _ := json.Marshal(doc)
-		return string(b), nil
+		if l.oid == pgtypes.OIDJSONB {
+			return doc.Canonical().String(), nil
+		}
+		return doc.Raw, nil
 	}}, nil
 }
 
+// jsonbConcat is jsonb || jsonb: objects merge (the right side wins),
+// anything else concatenates as arrays.
 func jsonbConcat(a, b string) (any, error) {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return nil, sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type json")
+	x, err := pgtypes.ParseJSON(a, true)
+	if err != nil {
+		return nil, err
 	}
-	if mx, ok := x.(map[string]any); ok {
-		if my, ok := y.(map[string]any); ok {
-			for k, v := range my {
-				mx[k] = v
-			}
-			out, _ := json.Marshal(mx)
-			return string(out), nil
-		}
+	y, err := pgtypes.ParseJSON(b, true)
+	if err != nil {
+		return nil, err
 	}
-	var arr []any
-	for _, v := range []any{x, y} {
-		if a, ok := v.([]any); ok {
-			arr = append(arr, a...)
+	if x.Kind == 'o' && y.Kind == 'o' {
+		m := &pgtypes.JSON{Kind: 'o', Keys: append(append([]string{}, x.Keys...), y.Keys...), Vals: append(append([]*pgtypes.JSON{}, x.Vals...), y.Vals...)}
+		return m.Canonical().String(), nil
+	}
+	arr := &pgtypes.JSON{Kind: 'a'}
+	for _, v := range []*pgtypes.JSON{x, y} {
+		if v.Kind == 'a' {
+			arr.Vals = append(arr.Vals, v.Vals...)
 		} else {
-			arr = append(arr, v)
+			arr.Vals = append(arr.Vals, v)
 		}
 	}
-	out, _ := json.Marshal(arr)
-	return string(out), nil
+	return arr.Canonical().String(), nil
 }
 
 // bitwise compiles & | # << >> on integers.

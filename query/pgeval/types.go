@@ -223,8 +223,15 @@ func FormatType(oid uint32, typmod int64) string {
 
 // FormatText writes v, of type oid, in PostgreSQL's text output form. It
 // handles this package's Array, Reg and Record values and otherwise
-// defers to pgtypes.FormatText.
+// defers to pgtypes.FormatText. Dates and times are written as
+// PostgreSQL's defaults (DateStyle ISO, TimeZone UTC) do.
 func FormatText(oid uint32, v any) string {
+	return FormatTextStyle(oid, v, pgtypes.DefaultStyle)
+}
+
+// FormatTextStyle is FormatText under a session's DateStyle, TimeZone
+// and IntervalStyle (pgtypes.StyleFrom(env.Setting)).
+func FormatTextStyle(oid uint32, v any, st pgtypes.Style) string {
 	switch x := v.(type) {
 	case Array:
 		var b strings.Builder
@@ -233,9 +240,12 @@ func FormatText(oid uint32, v any) string {
 				if i > 0 {
 					b.WriteByte(' ')
 				}
-				b.WriteString(FormatText(x.Elem, e))
+				b.WriteString(FormatTextStyle(x.Elem, e, st))
 			}
 			return b.String()
+		}
+		if lo := x.lower(); lo != 1 && len(x.Vals) > 0 {
+			fmt.Fprintf(&b, "[%d:%d]=", lo, lo+len(x.Vals)-1)
 		}
 		b.WriteByte('{')
 		for i, e := range x.Vals {
@@ -246,7 +256,7 @@ func FormatText(oid uint32, v any) string {
 				b.WriteString("NULL")
 				continue
 			}
-			b.WriteString(quoteArrayElem(FormatText(x.Elem, e)))
+			b.WriteString(quoteArrayElem(FormatTextStyle(x.Elem, e, st)))
 		}
 		b.WriteByte('}')
 		return b.String()
@@ -265,9 +275,14 @@ func FormatText(oid uint32, v any) string {
 			if e == nil {
 				continue
 			}
-			s := FormatText(x.Cols[i].OID, e)
-			if s == "" || strings.ContainsAny(s, `(),"\ `) {
-				s = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+			var s string
+			if i < len(x.Cols) {
+				s = FormatTextStyle(x.Cols[i].OID, e, st)
+			} else {
+				s = FormatTextStyle(0, e, st)
+			}
+			if s == "" || strings.ContainsAny(s, "(),\"\\ \t\n\r") {
+				s = `"` + strings.NewReplacer(`\`, `\\`, `"`, `""`).Replace(s) + `"`
 			}
 			b.WriteString(s)
 		}
@@ -275,48 +290,14 @@ func FormatText(oid uint32, v any) string {
 		return b.String()
 	case time.Time:
 		if oid == OIDTime {
-			return x.UTC().Format("15:04:05.999999")
+			return pgtypes.FormatTime(x)
 		}
 	case int64:
 		if oid == OIDInterval {
-			return formatInterval(x)
+			return pgtypes.FormatInterval(x, st.IntervalStyle)
 		}
 	}
-	return pgtypes.FormatText(oid, v)
-}
-
-// formatInterval writes an interval held as microseconds.
-func formatInterval(us int64) string {
-	neg := us < 0
-	if neg {
-		us = -us
-	}
-	days := us / (86400 * 1e6)
-	us -= days * 86400 * 1e6
-	h, m := us/3600e6, (us/60e6)%60
-	s := float64(us%60e6) / 1e6
-	var b strings.Builder
-	sign := ""
-	if neg {
-		sign = "-"
-	}
-	if days != 0 {
-		fmt.Fprintf(&b, "%s%d day", sign, days)
-		if days != 1 {
-			b.WriteByte('s')
-		}
-	}
-	if us != 0 || days == 0 {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		sec := strconv.FormatFloat(s, 'f', -1, 64)
-		if s < 10 {
-			sec = "0" + sec
-		}
-		fmt.Fprintf(&b, "%s%02d:%02d:%s", sign, h, m, sec)
-	}
-	return b.String()
+	return pgtypes.FormatTextStyle(oid, v, st)
 }
 
 func quoteArrayElem(s string) string {
@@ -327,7 +308,7 @@ func quoteArrayElem(s string) string {
 }
 
 // parseArray reads an array's text form ('{a,"b c",NULL}').
-func parseArray(elem uint32, s string) (any, error) {
+func parseArray(elem uint32, s string, ec *evalCtx) (any, error) {
 	bad := sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "malformed array literal: %q", s)
 	t := strings.TrimSpace(s)
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
@@ -378,7 +359,7 @@ func parseArray(elem uint32, s string) (any, error) {
 		if !quoted && strings.EqualFold(e, "null") {
 			arr.Vals = append(arr.Vals, nil)
 		} else {
-			v, err := castText(e, elem, nil)
+			v, err := castText(e, elem, ec)
 			if err != nil {
 				return nil, err
 			}

@@ -5,12 +5,20 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // FormatText writes a value in PostgreSQL's text output format for its
-// type: what psql prints and what the wire layer sends in text format.
+// type: what psql prints and what the wire layer sends in text format,
+// with PostgreSQL's default settings (DateStyle ISO, TimeZone UTC).
 func FormatText(oid uint32, v any) string {
+	return FormatTextStyle(oid, v, DefaultStyle)
+}
+
+// FormatTextStyle is FormatText under a session's DateStyle, TimeZone
+// and IntervalStyle.
+func FormatTextStyle(oid uint32, v any, st Style) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
@@ -34,18 +42,18 @@ func FormatText(oid uint32, v any) string {
 		return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 	case time.Time:
 		switch oid {
-		case OIDDate:
-			return x.UTC().Format("2006-01-02")
-		case OIDTimestamp:
-			return x.UTC().Format("2006-01-02 15:04:05.999999")
+		case OIDDate, OIDTimestamp, OIDTimestamptz:
+			return formatDateTime(oid, x, st)
 		}
-		return x.UTC().Format("2006-01-02 15:04:05.999999") + "+00"
+		return formatDateTime(OIDTimestamptz, x, st)
 	}
 	return fmt.Sprint(v)
 }
 
 // formatFloat writes the shortest text that reads back exactly, as
-// PostgreSQL 12 and later do.
+// PostgreSQL 12 and later do (extra_float_digits > 0): fixed notation
+// for decimal exponents from -4 up to the type's DBL_DIG/FLT_DIG (15,
+// 6), exponential with at least two exponent digits otherwise.
 func formatFloat(f float64, single bool) string {
 	switch {
 	case math.IsNaN(f):
@@ -55,9 +63,21 @@ func formatFloat(f float64, single bool) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	bits := 64
+	bits, maxExp := 64, 15
 	if single {
-		bits = 32
+		bits, maxExp = 32, 6
 	}
-	return strconv.FormatFloat(f, 'g', -1, bits)
+	if f == 0 {
+		if math.Signbit(f) {
+			return "-0"
+		}
+		return "0"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, bits)
+	i := strings.LastIndexByte(e, 'e')
+	exp, _ := strconv.Atoi(e[i+1:])
+	if exp < -4 || exp >= maxExp {
+		return e
+	}
+	return strconv.FormatFloat(f, 'f', -1, bits)
 }

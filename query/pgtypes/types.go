@@ -44,7 +44,7 @@ const (
 //	text, varchar, name, json(b) string
 //	bytea                        []byte
 //	numeric                      Numeric
-//	date, timestamp(tz)          time.Time (UTC)
+//	date, timestamp(tz)          time.Time (UTC; infinity is TimeInfinity)
 //	uuid                         [16]byte
 //
 // and nil is NULL.
@@ -123,8 +123,16 @@ func Supported(oid uint32) bool {
 }
 
 // ParseText reads a value of type oid from its text form, as a client
-// sends a parameter or a cast converts a string.
+// sends a parameter or a cast converts a string, with PostgreSQL's
+// default settings (DateStyle ISO, MDY; TimeZone UTC).
 func ParseText(oid uint32, s string) (any, error) {
+	return ParseTextStyle(oid, s, DefaultStyle)
+}
+
+// ParseTextStyle is ParseText under a session's DateStyle (the field
+// order of ambiguous dates) and TimeZone (of timestamptz input without
+// a zone). jsonb is stored in its canonical form.
+func ParseTextStyle(oid uint32, s string, st Style) (any, error) {
 	bad := func(err error) error {
 		return sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type %s: %q", TypeName(oid), s)
 	}
@@ -171,8 +179,15 @@ func ParseText(oid uint32, s string) (any, error) {
 			return nil, bad(err)
 		}
 		return n, nil
-	case OIDText, OIDVarchar, OIDName, OIDUnknown, OIDJSON, OIDJSONB:
+	case OIDText, OIDVarchar, OIDName, OIDUnknown:
 		return s, nil
+	case OIDJSON:
+		if err := ValidateJSON(s); err != nil {
+			return nil, err
+		}
+		return s, nil
+	case OIDJSONB:
+		return NormalizeJSONB(s)
 	case OIDBytea:
 		if h, ok := strings.CutPrefix(s, `\x`); ok {
 			b, err := hex.DecodeString(h)
@@ -191,21 +206,12 @@ func ParseText(oid uint32, s string) (any, error) {
 		var u [16]byte
 		copy(u[:], b)
 		return u, nil
-	case OIDDate:
-		t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
+	case OIDDate, OIDTimestamp, OIDTimestamptz:
+		t, err := ParseDateTime(oid, s, st, time.Time{})
 		if err != nil {
-			return nil, bad(err)
+			return nil, err
 		}
 		return t, nil
-	case OIDTimestamp, OIDTimestamptz:
-		t := strings.TrimSpace(s)
-		for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02T15:04:05.999999999Z07:00",
-			"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-			if v, err := time.Parse(layout, t); err == nil {
-				return v.UTC(), nil
-			}
-		}
-		return nil, bad(nil)
 	}
 	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "type %s is not supported", TypeName(oid))
 }
