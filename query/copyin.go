@@ -65,10 +65,9 @@ func (s *Session) compileCopyFrom(ctx context.Context, st *Statement, c *pg.Copy
 	}
 	var cols []int
 	if len(c.Attlist) == 0 {
-		for i, col := range t.def.Visible() {
-			if col.Qualifier != "" || col.Key {
-				cols = append(cols, i)
-			}
+		// Every column the table shows, as COPY TO writes them.
+		for i := range t.def.Visible() {
+			cols = append(cols, i)
 		}
 	}
 	for _, a := range c.Attlist {

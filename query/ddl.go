@@ -147,6 +147,8 @@ func (s *Session) compileDialect(ctx context.Context, p piece) (*Statement, erro
 		st.kind = "DROP TABLE"
 		st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
 			res := &Result{Tag: "DROP TABLE"}
+			// Every name is checked before any table is dropped.
+			var drop []string
 			for _, name := range names {
 				if _, _, err := s.opts.Tables.Get(ctx, name); err != nil {
 					if ifExists {
@@ -155,6 +157,9 @@ func (s *Session) compileDialect(ctx context.Context, p piece) (*Statement, erro
 					}
 					return nil, sqlstate.Errorf(sqlstate.CodeUndefinedTable, "table %q does not exist", name)
 				}
+				drop = append(drop, name)
+			}
+			for _, name := range drop {
 				err := s.opts.Tables.KV.DeleteTable(ctx, name)
 				s.opts.Tables.Invalidate()
 				if err != nil {
@@ -263,7 +268,14 @@ func (s *Session) compileShowDialect(st *Statement, x *ast.ShowStmt) (*Statement
 				if c.Family != "" && c.Qualifier == "" {
 					qual = "(undeclared qualifiers)"
 				}
-				res.Rows = append(res.Rows, []any{c.Name, c.Type.String(), nullable, key, c.Family, qual})
+				typ := c.Type.String()
+				if c.Varchar {
+					typ = "character varying"
+					if c.Length > 0 {
+						typ = fmt.Sprintf("character varying(%d)", c.Length)
+					}
+				}
+				res.Rows = append(res.Rows, []any{c.Name, typ, nullable, key, c.Family, qual})
 			}
 			res.Tag = fmt.Sprintf("SHOW %d", len(res.Rows))
 			return res, nil

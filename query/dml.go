@@ -189,7 +189,11 @@ func (x *exprs) compile(n *pg.Node, want uint32) (*pgeval.Expr, error) {
 // column is named in a 42804.
 func (x *exprs) compileFor(n *pg.Node, col catalog.Column) (*pgeval.Expr, error) {
 	to := columnOID(col)
-	natural, err := x.compile(n, 0)
+	if n.GetParamRef() != nil {
+		return x.compile(n, to) // a parameter takes the column's type
+	}
+	// The value's own type, without fixing any parameter's.
+	natural, err := pgeval.CompileExpr(n, x.t.scope, x.s.env(nil), x.params)
 	if err != nil {
 		return nil, err
 	}
@@ -283,8 +287,16 @@ type rowWrite struct {
 // has nothing to delete), and an open family's JSONB object as one cell
 // per member.
 func (t *target) mutations(w rowWrite, deleteNulls bool) ([]model.Mutation, error) {
-	muts := []model.Mutation{markerCell(w.ts)}
+	var muts []model.Mutation
+	if !t.def.Native() {
+		// A native table has no marker family; its rows exist by their
+		// cells, as in Bigtable.
+		muts = append(muts, markerCell(w.ts))
+	}
 	for i, col := range t.codec.cols {
+		if col.NotNull && !col.Key && w.set[i] && w.vals[i] == nil {
+			return nil, sqlstate.Errorf(codeNotNullViolation, "null value in column %q of relation %q violates not-null constraint", col.Name, t.name)
+		}
 		if !w.set[i] || col.Key {
 			continue
 		}
@@ -531,9 +543,9 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 		}
 		cols = append(cols, i)
 	}
-	for _, idx := range t.codec.keyIdx {
-		if len(ins.Cols) > 0 && !containsInt(cols, idx) {
-			return nil, sqlstate.Errorf(codeNotNullViolation, "null value in column %q of relation %q violates not-null constraint", t.codec.cols[idx].Name, t.name)
+	for i, col := range t.codec.cols {
+		if col.NotNull && len(ins.Cols) > 0 && !containsInt(cols, i) {
+			return nil, sqlstate.Errorf(codeNotNullViolation, "null value in column %q of relation %q violates not-null constraint", col.Name, t.name)
 		}
 	}
 	// The rows: VALUES lists, or a query.
@@ -554,8 +566,12 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 			}
 			row := make([]*pgeval.Expr, len(items))
 			for k, item := range items {
-				if cols[k] < 0 { // _ts
-					row[k], err = x.compile(item, 0)
+				if cols[k] < 0 { // _ts: a timestamp, or µs as a bigint literal
+					if item.GetParamRef() != nil {
+						row[k], err = x.compile(item, pgtypes.OIDTimestamptz)
+					} else {
+						row[k], err = x.compile(item, 0)
+					}
 				} else {
 					row[k], err = x.compileFor(item, t.codec.cols[cols[k]])
 				}

@@ -248,8 +248,7 @@ func (c *rowCodec) decode(r model.Row, need []bool) ([]any, error) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			k, _ := json.Marshal(m.q)
-			b.Write(k)
+			b.Write(jsonString(m.q))
 			b.WriteString(": ")
 			b.Write(m.v)
 		}
@@ -257,6 +256,16 @@ func (c *rowCodec) decode(r model.Row, need []bool) ([]any, error) {
 		out[idx] = b.String()
 	}
 	return out, nil
+}
+
+// jsonString writes s as a JSON string the way jsonb prints it: no HTML
+// escaping of <, > and &.
+func jsonString(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // jsonKey is a qualifier as a JSON object key: itself if UTF-8, else \x
@@ -281,7 +290,7 @@ func (c *rowCodec) jsonMember(cell model.Cell) (json.RawMessage, error) {
 	if err != nil {
 		// Written as another type (through the native API, say): show
 		// the bytes.
-		return json.Marshal(`\x` + hex.EncodeToString(cell.Value))
+		return jsonString(`\x` + hex.EncodeToString(cell.Value)), nil
 	}
 	switch x := v.(type) {
 	case string:
@@ -291,12 +300,12 @@ func (c *rowCodec) jsonMember(cell model.Cell) (json.RawMessage, error) {
 		if typ == model.TypeNumeric {
 			return json.RawMessage(x), nil
 		}
-		return json.Marshal(x)
+		return jsonString(x), nil
 	case []byte:
 		if utf8.Valid(x) {
-			return json.Marshal(string(x))
+			return jsonString(string(x)), nil
 		}
-		return json.Marshal(`\x` + hex.EncodeToString(x))
+		return jsonString(`\x` + hex.EncodeToString(x)), nil
 	case int64:
 		return json.RawMessage(strconv.FormatInt(x, 10)), nil
 	case float64:
@@ -304,7 +313,7 @@ func (c *rowCodec) jsonMember(cell model.Cell) (json.RawMessage, error) {
 	case bool:
 		return json.Marshal(x)
 	}
-	return json.Marshal(pgtypes.FormatText(typeOID(typ), fromModel(typ, v)))
+	return jsonString(pgtypes.FormatText(typeOID(typ), fromModel(typ, v))), nil
 }
 
 // cellValue encodes a SQL value for column col.

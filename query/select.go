@@ -289,11 +289,15 @@ func (s *Session) compileAsOf(ctx context.Context, p piece, n *pg.Node, paramOID
 		return nil, syntaxError(err)
 	}
 	target := tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val
-	e, err := pgeval.CompileExpr(target, nil, s.env(nil), inner.Params)
+	e, err := pgeval.CompileExprAs(target, nil, pgtypes.OIDTimestamptz, s.env(nil), inner.Params)
 	if err != nil {
 		return nil, err
 	}
-	st := &Statement{SQL: p.text, Columns: inner.Columns, Params: inner.Params, kind: "SELECT"}
+	params := inner.Params
+	if ps := e.Params(); len(ps) > len(params) {
+		params = ps
+	}
+	st := &Statement{SQL: p.text, Columns: inner.Columns, Params: params, kind: "SELECT"}
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		v, err := e.Eval(ctx, s.env(nil), nil, args)
 		if err != nil {

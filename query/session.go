@@ -326,7 +326,7 @@ func (s *Session) compile(ctx context.Context, text string, n *pg.Node, paramOID
 		}
 		return st, nil
 	}
-	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s is not supported yet: cellar's SQL layer (tables, DDL and DML) arrives with issue 6", statementName(n))
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s is not supported by cellar (docs/sql.md lists the statements it has)", statementName(n))
 }
 
 // statementName names a statement kind for messages: "CREATE TABLE" from
@@ -338,6 +338,26 @@ func statementName(n *pg.Node) string {
 	switch name {
 	case "Create":
 		return "CREATE TABLE"
+	case "Index":
+		return "CREATE INDEX"
+	case "View":
+		return "CREATE VIEW"
+	case "CreateRole", "AlterRole", "DropRole":
+		return "roles (CREATE/ALTER/DROP ROLE); users are managed with cellar admin user"
+	case "CreateEnum", "CompositeType", "CreateDomain":
+		return "CREATE TYPE and CREATE DOMAIN"
+	case "CreateSeq", "AlterSeq":
+		return "sequences"
+	case "CreateFunction":
+		return "CREATE FUNCTION"
+	case "CreateSchema":
+		return "CREATE SCHEMA (tables live in public)"
+	case "Createdb", "Dropdb":
+		return "CREATE/DROP DATABASE (a cluster has one database)"
+	case "Grant":
+		return "GRANT and REVOKE"
+	case "Vacuum":
+		return "VACUUM and ANALYZE (compactions are automatic)"
 	case "Insert", "Update", "Delete", "Copy", "Explain", "Truncate", "Prepare", "Execute":
 		return strings.ToUpper(name)
 	case "DeclareCursor":

@@ -82,9 +82,36 @@ func (t *Tables) Get(ctx context.Context, name string) (*catalog.Table, model.Sc
 	defer t.mu.Unlock()
 	d, ok := t.defs[name]
 	if !ok {
+		t.mu.Unlock()
+		// Another gateway, or the native API, may have just made it.
+		if t.refresh(ctx) {
+			t.mu.Lock()
+			if d, ok = t.defs[name]; ok {
+				return d, t.schemas[name], nil
+			}
+		} else {
+			t.mu.Lock()
+		}
 		return nil, model.Schema{}, sqlstate.Errorf(sqlstate.CodeUndefinedTable, "relation %q does not exist", name)
 	}
 	return d, t.schemas[name], nil
+}
+
+// refresh reloads the cache after a miss, unless it was loaded within
+// the last 100 ms (so a stream of statements on a missing table does not
+// become a stream of schema reads).
+func (t *Tables) refresh(ctx context.Context) bool {
+	now := time.Now
+	if t.Now != nil {
+		now = t.Now
+	}
+	t.mu.Lock()
+	stale := now().Sub(t.at) > 100*time.Millisecond
+	if stale {
+		t.schemas, t.defs = nil, nil
+	}
+	t.mu.Unlock()
+	return stale && t.load(ctx) == nil
 }
 
 // List returns every table's definition, by name.

@@ -284,6 +284,11 @@ func (l *lexer) units(toks []*pg.ScanToken, ddl bool, r *Result, top bool) ([]un
 				}
 				u.text = mysql
 				i += n - 1
+			} else if (name == "varchar" || name == "character varying") && mods == "" {
+				// PostgreSQL's VARCHAR has no limit; the TiDB grammar
+				// needs one: VARCHAR(0) stands for none.
+				u.text = "VARCHAR(0)"
+				i += n - 1
 			}
 		}
 		out = append(out, u)
@@ -322,7 +327,15 @@ func (l *lexer) tableOptions(toks []*pg.ScanToken, r *Result) ([]*pg.ScanToken, 
 // optionList reads the options between toks[open] "(" and toks[close]
 // ")": name = value, separated by commas.
 func (l *lexer) optionList(toks []*pg.ScanToken, open, close int, r *Result) error {
-	word := func(t *pg.ScanToken) string { return strings.Trim(l.in[t.Start:t.End], `"`) }
+	// Unquoted names fold to lower case, as PostgreSQL's identifiers do;
+	// quoted ones keep theirs.
+	word := func(t *pg.ScanToken) string {
+		w := l.in[t.Start:t.End]
+		if strings.HasPrefix(w, `"`) {
+			return strings.ReplaceAll(strings.Trim(w, `"`), `""`, `"`)
+		}
+		return strings.ToLower(w)
+	}
 	for k := open + 1; k < close; {
 		name := word(toks[k])
 		at := l.errorf(toks[k], false, "")
@@ -343,7 +356,7 @@ func (l *lexer) optionList(toks []*pg.ScanToken, open, close int, r *Result) err
 			}
 			value = v
 		}
-		r.Options = append(r.Options, Option{Name: strings.ToLower(name), Value: value, Position: at.(*Error).Position})
+		r.Options = append(r.Options, Option{Name: name, Value: value, Position: at.(*Error).Position})
 		k += 2
 		if k < close {
 			if toks[k].Token != pg.Token_ASCII_44 {
@@ -389,6 +402,9 @@ func (l *lexer) typePosition(toks []*pg.ScanToken, i int, out []unit) bool {
 	switch toks[i-2].Token {
 	case pg.Token_ASCII_40, pg.Token_ASCII_44, pg.Token_COLUMN:
 		return true
+	case pg.Token_ADD_P:
+		// ALTER TABLE t ADD name type (COLUMN is optional).
+		return toks[i-1].Token != pg.Token_COLUMN
 	}
 	return false
 }
