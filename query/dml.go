@@ -188,6 +188,9 @@ func (x *exprs) compile(n *pg.Node, want uint32) (*pgeval.Expr, error) {
 // assignment cast (numbers into numbers, anything into text), else the
 // column is named in a 42804.
 func (x *exprs) compileFor(n *pg.Node, col catalog.Column) (*pgeval.Expr, error) {
+	if hasSubquery(n) {
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries in writes are not supported (table %s); a statement reads one table, once", x.t.name)
+	}
 	to := columnOID(col)
 	if n.GetParamRef() != nil {
 		return x.compile(n, to) // a parameter takes the column's type

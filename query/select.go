@@ -124,6 +124,7 @@ func (s *Session) prepareQuery(ctx context.Context, n *pg.Node, paramOIDs []uint
 	if err := s.resolveNames(ctx, n, cat); err != nil {
 		return nil, err
 	}
+	cat.params = paramOIDs
 	plan, err := pgeval.Prepare(ctx, n, s.env(cat), paramOIDs)
 	if err != nil {
 		return nil, err
@@ -131,7 +132,12 @@ func (s *Session) prepareQuery(ctx context.Context, n *pg.Node, paramOIDs []uint
 	if err := dialectLimits(n, cat); err != nil {
 		return nil, err
 	}
+	// Key and value terms compiled while planning saw the parameter
+	// types the client gave; now that all are known, compile them again.
 	cat.params = plan.Params()
+	for _, r := range cat.user {
+		r.terms = nil
+	}
 	return &queryPlan{plan: plan, cat: cat}, nil
 }
 
@@ -157,8 +163,6 @@ func dialectLimits(n *pg.Node, cat *stmtCatalog) error {
 		switch x := m.(type) {
 		case *pg.JoinExpr:
 			what = "joins"
-		case *pg.WithClause:
-			what = "WITH queries"
 		case *pg.SelectStmt:
 			if len(x.FromClause) > 1 {
 				what = "joins"
