@@ -346,7 +346,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		var err error
 		switch formatFor(m.ParameterFormatCodes, i) {
 		case 0:
-			args[i], err = pgtypes.ParseText(params[i], string(raw))
+			args[i], err = pgtypes.ParseTextStyle(params[i], string(raw), sessionStyle(c.sess))
 		case 1:
 			args[i], err = decodeBinary(params[i], raw)
 		default:

@@ -269,23 +269,23 @@ func buildFuncs() map[string][]*builtin {
 		}
 		return strings.Repeat(str(a[0]), int(n)), nil
 	}})
-	add("concat", &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: tText, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
+	add("concat", &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: tText, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 		var b strings.Builder
 		for i, v := range a {
 			if v != nil {
-				b.WriteString(outText(t[i], v))
+				b.WriteString(outText(ec, t[i], v))
 			}
 		}
 		return b.String(), nil
 	}})
-	add("concat_ws", &builtin{args: []uint32{tText, pAny}, min: 1, variadic: true, lenient: true, ret: tText, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
+	add("concat_ws", &builtin{args: []uint32{tText, pAny}, min: 1, variadic: true, lenient: true, ret: tText, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 		if a[0] == nil {
 			return nil, nil
 		}
 		var parts []string
 		for i, v := range a[1:] {
 			if v != nil {
-				parts = append(parts, outText(t[i+1], v))
+				parts = append(parts, outText(ec, t[i+1], v))
 			}
 		}
 		return strings.Join(parts, str(a[0])), nil
@@ -338,7 +338,7 @@ func buildFuncs() map[string][]*builtin {
 		}
 		return out, nil
 	}})
-	add("array_to_string", &builtin{args: []uint32{pAnyArray, tText, tText}, min: 2, ret: tText, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
+	add("array_to_string", &builtin{args: []uint32{pAnyArray, tText, tText}, min: 2, ret: tText, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 		arr := a[0].(Array)
 		var parts []string
 		for _, v := range arr.Vals {
@@ -348,7 +348,7 @@ func buildFuncs() map[string][]*builtin {
 				}
 				continue
 			}
-			parts = append(parts, textOf(arr.Elem, v))
+			parts = append(parts, textOfStyle(arr.Elem, v, styleOf(ec)))
 		}
 		return strings.Join(parts, str(a[1])), nil
 	}})
@@ -432,12 +432,14 @@ func buildFuncs() map[string][]*builtin {
 		return int64(0), nil
 	}})
 	add("quote_ident", textFn(func(s string) any { return quoteIdent(s) }))
-	add("quote_literal", &builtin{args: []uint32{pAny}, ret: tText, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return quoteLiteral(textOf(t[0], a[0])), nil }})
-	add("quote_nullable", &builtin{args: []uint32{pAny}, lenient: true, ret: tText, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
+	add("quote_literal", &builtin{args: []uint32{pAny}, ret: tText, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
+		return quoteLiteral(textOfStyle(t[0], a[0], styleOf(ec))), nil
+	}})
+	add("quote_nullable", &builtin{args: []uint32{pAny}, lenient: true, ret: tText, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 		if a[0] == nil {
 			return "NULL", nil
 		}
-		return quoteLiteral(textOf(t[0], a[0])), nil
+		return quoteLiteral(textOfStyle(t[0], a[0], styleOf(ec))), nil
 	}})
 	add("format", &builtin{args: []uint32{tText, pAny}, min: 1, variadic: true, lenient: true, ret: tText, fn: formatFn})
 	add("regexp_replace", &builtin{args: []uint32{tText, tText, tText, tText}, min: 3, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
@@ -717,18 +719,28 @@ func buildFuncs() map[string][]*builtin {
 		add(n, nowFn)
 	}
 	add("timeofday", &builtin{ret: tText, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) {
-		return ec.env.Now.UTC().Format("Mon Jan 02 15:04:05.000000 2006 UTC"), nil
+		n := ec.env.Now.In(styleOf(ec).Location())
+		return n.Format("Mon Jan 02 15:04:05.000000 2006 ") + zoneAbbrev(n), nil
 	}})
 	add("date_trunc", &builtin{args: []uint32{tText, tTS}, ret: tTS, fn: dateTrunc}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: pgtypes.OIDTimestamp, fn: dateTrunc})
-	datePart := &builtin{args: []uint32{tText, tTS}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return extractField(str(a[0]), a[1].(time.Time)) }}
-	add("date_part", datePart)
-	add("extract", &builtin{args: []uint32{tText, tTS}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
-		f, err := extractField(str(a[0]), a[1].(time.Time))
+	// Fields of a timestamptz are those of its time in the session's zone.
+	datePart := func(ec *evalCtx, a []any, t []uint32) (float64, error) {
+		x := a[1].(time.Time)
+		if t[1] == tTS {
+			return extractField(str(a[0]), x.In(styleOf(ec).Location()), true)
+		}
+		return extractField(str(a[0]), x.UTC(), t[1] == tTS)
+	}
+	datePartF8 := func(ec *evalCtx, a []any, t []uint32) (any, error) { return datePart(ec, a, t) }
+	add("date_part", &builtin{args: []uint32{tText, tTS}, ret: tF8, fn: datePartF8}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: tF8, fn: datePartF8})
+	extractNum := func(ec *evalCtx, a []any, t []uint32) (any, error) {
+		f, err := datePart(ec, a, t)
 		if err != nil {
 			return nil, err
 		}
 		return numCast(f, tNum)
-	}})
+	}
+	add("extract", &builtin{args: []uint32{tText, tTS}, ret: tNum, fn: extractNum}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: tNum, fn: extractNum})
 	add("age", &builtin{args: []uint32{tTS, tTS}, min: 1, ret: OIDInterval, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
 		from := truncDay(ec.env.Now.UTC())
 		to := a[0].(time.Time)
@@ -737,7 +749,12 @@ func buildFuncs() map[string][]*builtin {
 		}
 		return int64(from.Sub(to) / time.Microsecond), nil
 	}})
-	add("to_char", &builtin{args: []uint32{tTS, tText}, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return toChar(a[0].(time.Time), str(a[1])), nil }},
+	add("to_char", &builtin{args: []uint32{tTS, tText}, ret: tText, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+		return toChar(a[0].(time.Time).In(styleOf(ec).Location()), str(a[1])), nil
+	}},
+		&builtin{args: []uint32{pgtypes.OIDTimestamp, tText}, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+			return toChar(a[0].(time.Time).UTC(), str(a[1])), nil
+		}},
 		&builtin{args: []uint32{tNum, tText}, ret: tText, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return textOf(t[0], a[0]), nil }})
 	add("to_timestamp", &builtin{args: []uint32{tF8}, ret: tTS, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
 		f := a[0].(float64)
@@ -862,9 +879,32 @@ func truncDay(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-func dateTrunc(_ *evalCtx, a []any, _ []uint32) (any, error) {
+// dateTrunc truncates a timestamp, or a timestamptz in the session's
+// zone (the result is that local time's instant).
+func dateTrunc(ec *evalCtx, a []any, types []uint32) (any, error) {
 	t := a[1].(time.Time).UTC()
-	switch strings.ToLower(str(a[0])) {
+	if types[1] != tTS {
+		return truncTime(t, str(a[0]))
+	}
+	loc := styleOf(ec).Location()
+	l := t.In(loc)
+	wall := time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), l.Nanosecond(), time.UTC)
+	r, err := truncTime(wall, str(a[0]))
+	if err != nil {
+		return nil, err
+	}
+	w := r.(time.Time)
+	if strings.EqualFold(str(a[0]), "hour") || strings.EqualFold(str(a[0]), "minute") || strings.EqualFold(str(a[0]), "second") ||
+		strings.EqualFold(str(a[0]), "milliseconds") || strings.EqualFold(str(a[0]), "microseconds") {
+		// Below a day the offset is kept, so an hour repeated by a
+		// daylight saving change stays where it was.
+		return t.Add(-wall.Sub(w)), nil
+	}
+	return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc).UTC(), nil
+}
+
+func truncTime(t time.Time, unit string) (any, error) {
+	switch strings.ToLower(unit) {
 	case "microseconds":
 		return t.Truncate(time.Microsecond), nil
 	case "milliseconds":
@@ -893,11 +933,19 @@ func dateTrunc(_ *evalCtx, a []any, _ []uint32) (any, error) {
 	case "century":
 		return time.Date((t.Year()-1)/100*100+1, 1, 1, 0, 0, 0, 0, time.UTC), nil
 	}
-	return nil, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "unit \"%s\" not recognized for type timestamp with time zone", str(a[0]))
+	return nil, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "unit \"%s\" not recognized for type timestamp with time zone", unit)
 }
 
-func extractField(field string, t time.Time) (float64, error) {
-	t = t.UTC()
+// zoneAbbrev is a time's zone abbreviation as PostgreSQL prints it.
+func zoneAbbrev(t time.Time) string {
+	name, _ := t.Zone()
+	return name
+}
+
+// extractField reads a field of t, a timestamp (UTC) or a timestamptz
+// in the session's zone (withZone).
+func extractField(field string, t time.Time, withZone bool) (float64, error) {
+	_, off := t.Zone()
 	switch strings.ToLower(field) {
 	case "year":
 		return float64(t.Year()), nil
@@ -935,21 +983,30 @@ func extractField(field string, t time.Time) (float64, error) {
 	case "millennium":
 		return float64((t.Year()-1)/1000 + 1), nil
 	case "timezone", "timezone_hour", "timezone_minute":
-		return 0, nil
+		if !withZone {
+			return 0, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "unit \"%s\" not supported for type timestamp without time zone", field)
+		}
+		switch strings.ToLower(field) {
+		case "timezone":
+			return float64(off), nil
+		case "timezone_hour":
+			return float64(off / 3600), nil
+		}
+		return float64(off / 60 % 60), nil
 	}
 	return 0, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "unit \"%s\" not recognized for type timestamp with time zone", field)
 }
 
-// toChar supports the common template patterns.
+// toChar supports the common template patterns; t is in the zone to
+// print in.
 func toChar(t time.Time, f string) string {
-	t = t.UTC()
 	r := strings.NewReplacer(
 		"YYYY", fmt.Sprintf("%04d", t.Year()), "MM", fmt.Sprintf("%02d", int(t.Month())), "DD", fmt.Sprintf("%02d", t.Day()),
 		"HH24", fmt.Sprintf("%02d", t.Hour()), "HH12", fmt.Sprintf("%02d", (t.Hour()+11)%12+1), "HH", fmt.Sprintf("%02d", (t.Hour()+11)%12+1),
 		"MI", fmt.Sprintf("%02d", t.Minute()), "SS", fmt.Sprintf("%02d", t.Second()), "MS", fmt.Sprintf("%03d", t.Nanosecond()/1e6),
 		"US", fmt.Sprintf("%06d", t.Nanosecond()/1e3), "YY", fmt.Sprintf("%02d", t.Year()%100),
 		"Month", fmt.Sprintf("%-9s", t.Month().String()), "Mon", t.Month().String()[:3], "Day", fmt.Sprintf("%-9s", t.Weekday().String()),
-		"Dy", t.Weekday().String()[:3], "AM", map[bool]string{true: "PM", false: "AM"}[t.Hour() >= 12], "TZ", "UTC")
+		"Dy", t.Weekday().String()[:3], "AM", map[bool]string{true: "PM", false: "AM"}[t.Hour() >= 12], "TZ", zoneAbbrev(t))
 	return r.Replace(f)
 }
 
@@ -978,7 +1035,7 @@ func quoteLiteral(s string) string {
 }
 
 // formatFn is format(): %s, %I, %L, %%, with positions (%1$s).
-func formatFn(_ *evalCtx, a []any, t []uint32) (any, error) {
+func formatFn(ec *evalCtx, a []any, t []uint32) (any, error) {
 	if a[0] == nil {
 		return nil, nil
 	}
@@ -1018,7 +1075,7 @@ func formatFn(_ *evalCtx, a []any, t []uint32) (any, error) {
 		switch f[i] {
 		case 's':
 			if v != nil {
-				b.WriteString(outText(t[argn], v))
+				b.WriteString(outText(ec, t[argn], v))
 			}
 		case 'I':
 			if v == nil {
@@ -1029,7 +1086,7 @@ func formatFn(_ *evalCtx, a []any, t []uint32) (any, error) {
 			if v == nil {
 				b.WriteString("NULL")
 			} else {
-				b.WriteString(quoteLiteral(textOf(t[argn], v)))
+				b.WriteString(quoteLiteral(textOfStyle(t[argn], v, styleOf(ec))))
 			}
 		default:
 			return nil, sqlstate.Errorf(codeInvalidParameterValue, "unrecognized format() type specifier \"%c\"", f[i])
@@ -1361,9 +1418,9 @@ func (c *compiler) pgSleep(args []*Expr, loc int32) (*Expr, error) {
 
 // outText is a value's output-function text (concat, format): booleans
 // are t and f, unlike a cast to text.
-func outText(oid uint32, v any) string {
+func outText(ec *evalCtx, oid uint32, v any) string {
 	if _, ok := v.(bool); ok {
 		return FormatText(oid, v)
 	}
-	return textOf(oid, v)
+	return textOfStyle(oid, v, styleOf(ec))
 }

@@ -860,12 +860,17 @@ func (c *compiler) concatOp(l, r *Expr, loc int32) (*Expr, error) {
 		if err != nil || y == nil {
 			return nil, err
 		}
-		return textOf(lo, x) + textOf(ro, y), nil
+		st := styleOf(ec)
+		return textOfStyle(lo, x, st) + textOfStyle(ro, y, st), nil
 	}}, nil
 }
 
 // textOf is a value's text form (for || and text functions).
-func textOf(oid uint32, v any) string {
+func textOf(oid uint32, v any) string { return textOfStyle(oid, v, pgtypes.DefaultStyle) }
+
+// textOfStyle is textOf under the session's DateStyle, TimeZone and
+// IntervalStyle.
+func textOfStyle(oid uint32, v any, st pgtypes.Style) string {
 	if s, ok := v.(string); ok {
 		if oid == OIDBpchar {
 			return strings.TrimRight(s, " ")
@@ -878,7 +883,7 @@ func textOf(oid uint32, v any) string {
 		}
 		return "false"
 	}
-	return FormatText(oid, v)
+	return FormatTextStyle(oid, v, st)
 }
 
 func (c *compiler) arrayConcat(l, r *Expr, loc int32) (*Expr, error) {

@@ -68,6 +68,15 @@ var styleCases = []struct {
 	{"ISO, MDY", "PST8PDT", "", `SELECT '2003-07-02 04:05'::timestamp::timestamptz::text`, `2003-07-02 04:05:00-07`},
 	{"ISO, MDY", "PST8PDT", "", `SELECT '2003-07-02 04:05+00'::timestamptz::timestamp::text`, `2003-07-01 21:05:00`},
 	{"ISO, MDY", "PST8PDT", "", `SELECT '2003-07-02'::date::timestamptz::text`, `2003-07-02 00:00:00-07`},
+	// Fields of a timestamptz are in the session zone.
+	{"", "PST8PDT", "", `SELECT extract(hour from '2003-07-02 04:05+00'::timestamptz)::text`, `21`},
+	{"", "PST8PDT", "", `SELECT date_part('epoch', '2003-07-02 04:05'::timestamp)::text`, `1057118700`},
+	{"", "PST8PDT", "", `SELECT date_part('epoch', '2003-07-02 04:05+00'::timestamptz)::text`, `1057118700`},
+	{"", "PST8PDT", "", `SELECT date_trunc('day', '2003-07-02 04:05+00'::timestamptz)::text`, `2003-07-01 00:00:00-07`},
+	{"", "PST8PDT", "", `SELECT date_trunc('hour', '2003-07-02 04:35'::timestamp)::text`, `2003-07-02 04:00:00`},
+	{"", "PST8PDT", "", `SELECT extract(timezone from '2003-07-02 04:05+00'::timestamptz)::text`, `-25200`},
+	{"", "PST8PDT", "", `SELECT to_char('2003-07-02 04:05+00'::timestamptz, 'YYYY-MM-DD HH24:MI TZ')`, `2003-07-01 21:05 PDT`},
+	{"", "PST8PDT", "", `SELECT extract(day from '2003-07-02'::date)::text`, `2`},
 	// IntervalStyle.
 	{"", "", "postgres", `SELECT '2 days 03:04:05.5'::interval::text`, `2 days 03:04:05.5`},
 	{"", "", "postgres", `SELECT '-1 day'::interval::text`, `-1 days`},
@@ -80,6 +89,21 @@ var styleCases = []struct {
 	{"", "", "iso_8601", `SELECT '2 days 03:04:05.5'::interval::text`, `P2DT3H4M5.5S`},
 	{"", "", "iso_8601", `SELECT '-1 second'::interval::text`, `PT-1S`},
 	{"", "", "iso_8601", `SELECT '0'::interval::text`, `PT0S`},
+	// Interval input in every style's output form.
+	{"", "", "", `SELECT '@ 2 days 3 hours 4 mins 5.5 secs ago'::interval::text`, `-2 days -03:04:05.5`},
+	{"", "", "", `SELECT '@ 1 minute'::interval::text`, `00:01:00`},
+	{"", "", "", `SELECT '1 2:03:04'::interval::text`, `1 day 02:03:04`},
+	{"", "", "", `SELECT 'P2DT3H4M5.5S'::interval::text`, `2 days 03:04:05.5`},
+	{"", "", "", `SELECT 'PT-1S'::interval::text`, `-00:00:01`},
+	{"", "", "", `SELECT '10min'::interval::text`, `00:10:00`},
+	{"", "", "", `SELECT '1.5 hours'::interval::text`, `01:30:00`},
+	{"", "", "", `SELECT '-1 day'::interval::text`, `-1 days`},
+	{"", "", "", `SELECT 'nonsense'::interval::text`, `error 22007: invalid input syntax for type interval: "nonsense"`},
+	// Text from other types follows the styles.
+	{"Postgres, MDY", "PST8PDT", "", `SELECT 'at ' || '2003-07-02 04:05+00'::timestamptz`, `at Tue Jul 01 21:05:00 2003 PDT`},
+	{"SQL, DMY", "", "", `SELECT concat('d=', '2003-07-02'::date)`, `d=02/07/2003`},
+	{"SQL, DMY", "", "", `SELECT format('%s %L', '2003-07-02'::date, '2003-07-02'::date)`, `02/07/2003 '02/07/2003'`},
+	{"", "", "postgres_verbose", `SELECT array_to_string(ARRAY['1 hour'::interval], ',')`, `@ 1 hour`},
 	// Floats.
 	{"", "", "", `SELECT 123456789.125::float8::text`, `123456789.125`},
 	{"", "", "", `SELECT 1e20::float8::text`, `1e+20`},
