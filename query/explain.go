@@ -39,6 +39,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 	}
 	st := &Statement{SQL: p.text, Columns: []pgtypes.Column{{Name: "QUERY PLAN", OID: pgtypes.OIDText}}, kind: "EXPLAIN"}
 	var q *queryPlan
+	var asOf func(context.Context, *Session, []any) (int64, error)
 	var head string
 	var inner *Statement
 	switch x := ex.Query.Node.(type) {
@@ -48,6 +49,11 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 			return nil, err
 		}
 		st.Params = q.plan.Params()
+		if p.asOf != "" {
+			if asOf, st.Params, err = s.asOfTime(p.asOf, st.Params); err != nil {
+				return nil, err
+			}
+		}
 	case *pg.Node_UpdateStmt, *pg.Node_DeleteStmt, *pg.Node_InsertStmt:
 		var err error
 		if inner, err = s.compileTable(ctx, piece{text: p.text, upsert: p.explainUpsert}, ex.Query, paramOIDs); err != nil {
@@ -89,6 +95,13 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 	}
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		res := &Result{Columns: st.Columns, Tag: "EXPLAIN"}
+		if asOf != nil {
+			us, err := asOf(ctx, s, args)
+			if err != nil {
+				return nil, err
+			}
+			q.cat.asOf = us
+		}
 		var lines []string
 		if head != "" {
 			lines = append(lines, head)

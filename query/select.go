@@ -288,35 +288,47 @@ func (s *Session) compileAsOf(ctx context.Context, p piece, n *pg.Node, paramOID
 	if err != nil {
 		return nil, err
 	}
-	tree, err := pg.Parse("SELECT " + p.asOf)
-	if err != nil {
-		return nil, syntaxError(err)
-	}
-	target := tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val
-	e, err := pgeval.CompileExprAs(target, nil, pgtypes.OIDTimestamptz, s.env(nil), inner.Params)
+	at, params, err := s.asOfTime(p.asOf, inner.Params)
 	if err != nil {
 		return nil, err
 	}
-	params := inner.Params
-	if ps := e.Params(); len(ps) > len(params) {
-		params = ps
-	}
 	st := &Statement{SQL: p.text, Columns: inner.Columns, Params: params, kind: "SELECT"}
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
-		v, err := e.Eval(ctx, s.env(nil), nil, args)
+		us, err := at(ctx, s, args)
 		if err != nil {
 			return nil, err
 		}
-		if v, err = pgeval.Cast(v, e.OID(), pgtypes.OIDTimestamptz); err != nil {
-			return nil, err
-		}
-		if v == nil {
-			return nil, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "AS OF TIMESTAMP is NULL")
-		}
-		inner.asOf(v.(time.Time).UnixMicro())
+		inner.asOf(us)
 		return inner.run(ctx, s, args)
 	}
 	return st, nil
+}
+
+// asOfTime compiles AS OF TIMESTAMP's expression (a constant or a
+// parameter, which is a timestamptz) into the time it reads at, in µs.
+func (s *Session) asOfTime(text string, params []uint32) (func(context.Context, *Session, []any) (int64, error), []uint32, error) {
+	tree, err := pg.Parse("SELECT " + text)
+	if err != nil {
+		return nil, nil, syntaxError(err)
+	}
+	target := tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val
+	e, err := pgeval.CompileExprAs(target, nil, pgtypes.OIDTimestamptz, s.env(nil), params)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ps := e.Params(); len(ps) > len(params) {
+		params = ps
+	}
+	return func(ctx context.Context, s *Session, args []any) (int64, error) {
+		v, err := e.Eval(ctx, s.env(nil), nil, args)
+		if err != nil {
+			return 0, err
+		}
+		if v == nil {
+			return 0, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "AS OF TIMESTAMP is NULL")
+		}
+		return v.(time.Time).UnixMicro(), nil
+	}, params, nil
 }
 
 // resultBudget bounds the rows a statement's result holds in the gateway
