@@ -155,7 +155,7 @@ func TestSessionStyles(t *testing.T) {
 	}
 	cfg.RuntimeParams["datestyle"] = "Postgres, MDY"
 	cfg.RuntimeParams["timezone"] = "PST8PDT"
-	cfg.RuntimeParams["intervalstyle"] = "postgres_verbose"
+	cfg.RuntimeParams["options"] = "-c intervalstyle=postgres_verbose" // as pg_regress's PGOPTIONS
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +207,9 @@ func TestSessionStyles(t *testing.T) {
 		{`SELECT '-2 days -03:04:05'::interval`, "-2 3:04:05"},
 		{`SET IntervalStyle = iso_8601`, ""},
 		{`SELECT ARRAY['2 days'::interval]`, "{P2D}"},
+		{`SELECT 0.1::float8 + 0.2::float8`, "0.30000000000000004"},
+		{`SET extra_float_digits = 0`, ""},
+		{`SELECT 0.1::float8 + 0.2::float8`, "0.3"},
 	} {
 		if got := text(c.sql); got != c.want {
 			t.Errorf("%s: got %q, want %q", c.sql, got, c.want)

@@ -18,10 +18,16 @@ import (
 // "SQL, MDY", "German, DMY"), TimeZone (a zone name, "" is UTC) and
 // IntervalStyle (postgres, postgres_verbose, sql_standard, iso_8601).
 // The zero Style is PostgreSQL's default output: ISO, MDY in UTC.
+// StyleFrom also reads extra_float_digits, which floats' output follows.
 type Style struct {
 	DateStyle     string
 	TimeZone      string
 	IntervalStyle string
+	// FloatDigits is 0 for PostgreSQL's default float output, the
+	// shortest exact digits (extra_float_digits above 0); with
+	// extra_float_digits at 0 or below it is 15 plus that setting, the
+	// significant digits a float8 gets (a float4 gets 9 fewer).
+	FloatDigits int
 }
 
 // DefaultStyle is ISO, MDY, UTC and postgres intervals.
@@ -42,6 +48,11 @@ func StyleFrom(setting func(name string) (string, bool)) Style {
 	}
 	if v, ok := setting("IntervalStyle"); ok && v != "" {
 		st.IntervalStyle = v
+	}
+	if v, ok := setting("extra_float_digits"); ok && v != "" && v != "1" {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n <= 0 {
+			st.FloatDigits = max(15+max(n, -15), 1)
+		}
 	}
 	return st
 }

@@ -30,6 +30,9 @@ func FormatTextStyle(oid uint32, v any, st Style) string {
 	case int64:
 		return strconv.FormatInt(x, 10)
 	case float64:
+		if st.FloatDigits > 0 {
+			return formatFloatDigits(x, oid == OIDFloat4, st.FloatDigits)
+		}
 		return formatFloat(x, oid == OIDFloat4)
 	case Numeric:
 		return string(x)
@@ -80,4 +83,22 @@ func formatFloat(f float64, single bool) string {
 		return e
 	}
 	return strconv.FormatFloat(f, 'f', -1, bits)
+}
+
+// formatFloatDigits is float output with extra_float_digits at 0 or
+// below: %.*g with 15 (float4: 6) plus the setting's digits.
+func formatFloatDigits(f float64, single bool, digits int) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	bits := 64
+	if single {
+		bits, digits = 32, max(digits-9, 1)
+	}
+	return strconv.FormatFloat(f, 'g', digits, bits)
 }

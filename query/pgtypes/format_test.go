@@ -245,3 +245,35 @@ func TestJSONB(t *testing.T) {
 		t.Errorf("jsonb: %q", v)
 	}
 }
+
+func TestExtraFloatDigits(t *testing.T) {
+	a, b := 0.1, 0.2 // not folded as constants
+	settings := func(efd string) func(string) (string, bool) {
+		return func(n string) (string, bool) {
+			if n == "extra_float_digits" {
+				return efd, true
+			}
+			return "", false
+		}
+	}
+	for _, c := range []struct {
+		efd  string
+		oid  uint32
+		f    float64
+		want string
+	}{
+		{"1", OIDFloat8, 1.0 / 3, "0.3333333333333333"},
+		{"3", OIDFloat8, a + b, "0.30000000000000004"},
+		{"0", OIDFloat8, a + b, "0.3"},
+		{"0", OIDFloat8, 1.0 / 3, "0.333333333333333"},
+		{"0", OIDFloat8, 1e20, "1e+20"},
+		{"0", OIDFloat8, 123456789.125, "123456789.125"},
+		{"-3", OIDFloat8, 1.0 / 3, "0.333333333333"},
+		{"-3", OIDFloat4, float64(float32(0.1)), "0.1"},
+		{"0", OIDFloat4, float64(float32(1.0 / 3)), "0.333333"},
+	} {
+		if got := FormatTextStyle(c.oid, c.f, StyleFrom(settings(c.efd))); got != c.want {
+			t.Errorf("%v with extra_float_digits %s: got %s, want %s", c.f, c.efd, got, c.want)
+		}
+	}
+}
