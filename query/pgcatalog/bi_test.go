@@ -21,10 +21,10 @@ import (
 )
 
 // The BI tools' connect-time and schema-browse queries, with what stock
-// PostgreSQL 15 returned for them (see ../../../shared/clients/README.md).
+// PostgreSQL 15 returned for them (see ../../tests/clients/corpus/README.md).
 const (
-	biQueries  = "../../../shared/clients/bi/queries.sql"
-	biExpected = "../../../shared/clients/bi/expected.txt"
+	biQueries  = "../../tests/clients/corpus/bi/queries.sql"
+	biExpected = "../../tests/clients/corpus/bi/expected.txt"
 )
 
 // hxBI is the table the queries were instantiated for: hx_bi (_key text
@@ -130,11 +130,11 @@ func readBI(t *testing.T) []biBlock {
 	t.Helper()
 	qs, err := os.ReadFile(biQueries)
 	if err != nil {
-		t.Fatalf("the BI queries are missing (%v): they come from /work/shared/clients/bi", err)
+		t.Fatalf("the BI queries are missing (%v): tests/clients/corpus/bi holds a copy of /work/shared/clients/bi", err)
 	}
 	exp, err := os.ReadFile(biExpected)
 	if err != nil {
-		t.Fatalf("the BI queries' expected results are missing (%v): they come from /work/shared/clients/bi", err)
+		t.Fatalf("the BI queries' expected results are missing (%v): tests/clients/corpus/bi holds a copy of /work/shared/clients/bi", err)
 	}
 	parts := strings.Split(string(qs), "\n;;\n")
 	lines := strings.Split(strings.TrimSpace(string(exp)), "\n")

@@ -20,7 +20,7 @@ import (
 	"github.com/cellardb/cellar/query/pgtypes"
 )
 
-const captured = "../../../shared/clients/captured-sql.txt"
+const captured = "../../tests/clients/corpus/captured-sql.txt"
 
 // capturedCatalogQueries returns the distinct SELECTs over the catalog
 // that real clients sent (psql's \d commands, pgjdbc's
@@ -30,7 +30,7 @@ func capturedCatalogQueries(t *testing.T) (clients, texts []string) {
 	t.Helper()
 	raw, err := os.ReadFile(captured)
 	if err != nil {
-		t.Fatalf("the captured client SQL is missing (%v): it comes from /work/shared/clients", err)
+		t.Fatalf("the captured client SQL is missing (%v): tests/clients/corpus holds a copy of /work/shared/clients", err)
 	}
 	var names []string
 	for _, r := range Relations() {

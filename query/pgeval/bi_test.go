@@ -95,7 +95,7 @@ func runStmt(env *Env, n *pg.Node) (int, error) {
 
 // biExpected returns, per block, the column names PostgreSQL answered.
 func biExpected(t *testing.T) []string {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "clients", "bi", "expected.txt"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "tests", "clients", "corpus", "bi", "expected.txt"))
 	if err != nil {
 		t.Fatalf("the BI expectations are missing: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 // catalog. SELECTs over user tables belong to the dialect's tests and
 // are counted, not run.
 func TestCapturedCatalogQueries(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "clients", "captured-sql.txt")
+	path := filepath.Join("..", "..", "tests", "clients", "corpus", "captured-sql.txt")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("the captured client SQL is missing at %s: %v", path, err)

@@ -103,10 +103,10 @@ func defineTable(t *testing.T, cat *memCatalog, d *datadriven.TestData) string {
 
 // biBlocks reads the BI tools' catalog queries.
 func biBlocks(t *testing.T) []string {
-	path := filepath.Join("..", "..", "..", "shared", "clients", "bi", "queries.sql")
+	path := filepath.Join("..", "..", "tests", "clients", "corpus", "bi", "queries.sql")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("the BI query corpus is missing at %s (it lives in /work/shared/clients/bi): %v", path, err)
+		t.Fatalf("the BI query corpus is missing at %s (tests/clients/corpus/bi, a copy of /work/shared/clients/bi): %v", path, err)
 	}
 	var out []string
 	for _, b := range strings.Split(string(data), ";;") {
