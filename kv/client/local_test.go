@@ -31,7 +31,7 @@ func TestLocalStubs(t *testing.T) {
 	servers := map[string]pb.TabletServerServer{cl.meta.addr: cl.meta.srv, cl.a.addr: cl.a.srv, cl.b.addr: cl.b.srv}
 	local := client.New(client.Options{Root: cl.root, Prefetch: 2,
 		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count), grpc.WithChainStreamInterceptor(countStream)},
-		Local: func(addr string) (pb.TabletServerServer, bool) { s, ok := servers[addr]; return s, ok }})
+		Local:       func(addr string) (pb.TabletServerServer, bool) { s, ok := servers[addr]; return s, ok }})
 	t.Cleanup(func() { local.Close() })
 	ctx := context.Background()
 	for i := range 30 {
