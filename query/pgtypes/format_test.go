@@ -277,3 +277,32 @@ func TestExtraFloatDigits(t *testing.T) {
 		}
 	}
 }
+
+func TestParseNumeric(t *testing.T) {
+	for _, c := range []struct{ in, want, code string }{
+		{"1.50", "1.50", ""}, {" -1e2 ", "-100", ""}, {"1.5e1", "15", ""}, {"0.10e1", "1.0", ""}, {"-0", "0", ""}, {".5", "0.5", ""},
+		{"5.", "5", ""}, {"1e-3", "0.001", ""}, {"+7", "7", ""}, {"NaN", "NaN", ""},
+		{"0x10", "", "22P02"}, {"1/2", "", "22P02"}, {"1e", "", "22P02"}, {"--1", "", "22P02"}, {"1..2", "", "22P02"}, {"", "", "22P02"}, {"1_000", "", "22P02"},
+		{"1e131072", "", "22003"}, {"1e-16384", "", "22003"}, {"1e999999999999", "", "22003"},
+	} {
+		v, err := ParseText(OIDNumeric, c.in)
+		if c.code != "" {
+			if err == nil || sqlstate.AsError(err).Code != c.code {
+				t.Errorf("%q: got %v, %v; want %s", c.in, v, err, c.code)
+			}
+			continue
+		}
+		if err != nil || v != Numeric(c.want) {
+			t.Errorf("%q: got %v, %v; want %s", c.in, v, err, c.want)
+		}
+	}
+	if n, err := ParseNumeric("1e131071"); err != nil || len(n) != 131072 {
+		t.Errorf("1e131071: %d digits, %v", len(n), err)
+	}
+	if _, err := NormalizeJSONB(`[1e999999]`); sqlstate.AsError(err).Code != "22003" {
+		t.Errorf("jsonb 1e999999: %v", err)
+	}
+	if err := ValidateJSON(`[1e999999]`); err != nil {
+		t.Errorf("json 1e999999: %v", err)
+	}
+}

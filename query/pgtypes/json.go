@@ -265,6 +265,12 @@ func (p *jsonParser) number() (*JSON, error) {
 		return nil, p.bad("Token \"" + p.token() + "\" is invalid.")
 	}
 	p.i = i
+	if p.jsonb {
+		// jsonb holds numbers as numeric, with its limits.
+		if _, err := ParseNumeric(s[start:i]); err != nil {
+			return nil, err
+		}
+	}
 	return &JSON{Kind: 'n', Str: s[start:i], Raw: s[start:i]}, nil
 }
 

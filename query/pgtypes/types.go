@@ -176,6 +176,9 @@ func ParseTextStyle(oid uint32, s string, st Style) (any, error) {
 	case OIDNumeric:
 		n, err := ParseNumeric(s)
 		if err != nil {
+			if se, ok := err.(*sqlstate.Error); ok {
+				return nil, se
+			}
 			return nil, bad(err)
 		}
 		return n, nil
@@ -216,28 +219,50 @@ func ParseTextStyle(oid uint32, s string, st Style) (any, error) {
 	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "type %s is not supported", TypeName(oid))
 }
 
-// ParseNumeric checks and canonicalizes a decimal number.
+// ParseNumeric checks and canonicalizes a decimal number: digits with an
+// optional point and exponent, as numeric_in reads them. Numbers beyond
+// numeric's range (131072 digits before the point, 16383 after) are
+// 22003 "value overflows numeric format".
 func ParseNumeric(s string) (Numeric, error) {
 	t := strings.TrimSpace(s)
 	if strings.EqualFold(t, "nan") {
 		return "NaN", nil
 	}
-	r, ok := new(big.Rat).SetString(t)
-	if !ok || strings.ContainsAny(t, "/") {
+	body := strings.TrimLeft(t, "+-")
+	if len(t)-len(body) > 1 {
 		return "", fmt.Errorf("not a number: %q", s)
 	}
+	mant, expText := body, ""
+	if i := strings.IndexAny(body, "eE"); i >= 0 {
+		mant, expText = body[:i], body[i+1:]
+	}
+	intPart, frac, hasPoint := strings.Cut(mant, ".")
+	if intPart+frac == "" || !isAllDigits(intPart+frac) || hasPoint && strings.Contains(frac, ".") {
+		return "", fmt.Errorf("not a number: %q", s)
+	}
+	exp := 0
+	if expText != "" || strings.ContainsAny(body, "eE") {
+		digits := strings.TrimLeft(expText, "+-")
+		if len(expText)-len(digits) > 1 || !isAllDigits(digits) {
+			return "", fmt.Errorf("not a number: %q", s)
+		}
+		if len(digits) > 9 {
+			return "", sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "value overflows numeric format")
+		}
+		exp, _ = strconv.Atoi(digits)
+		if expText[0] == '-' {
+			exp = -exp
+		}
+	}
 	// Keep the scale the input had, as PostgreSQL does.
-	scale := 0
-	mant := t
-	if i := strings.IndexAny(mant, "eE"); i >= 0 {
-		mant = mant[:i]
+	scale := max(len(frac)-exp, 0)
+	all := strings.TrimLeft(intPart+frac, "0")
+	if scale > 16383 || all != "" && len(intPart)+exp-(len(intPart+frac)-len(all)) > 131072 {
+		return "", sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "value overflows numeric format")
 	}
-	if i := strings.IndexByte(mant, '.'); i >= 0 {
-		scale = len(mant) - i - 1
-	}
-	if e := strings.IndexAny(t, "eE"); e >= 0 {
-		exp, _ := strconv.Atoi(t[e+1:])
-		scale = max(scale-exp, 0)
+	r, ok := new(big.Rat).SetString(t)
+	if !ok {
+		return "", fmt.Errorf("not a number: %q", s)
 	}
 	return Numeric(r.FloatString(scale)), nil
 }
