@@ -762,11 +762,11 @@ func buildFuncs() map[string][]*builtin {
 	}})
 
 	// JSON.
-	add("to_json", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSON, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return toJSON(t[0], a[0]), nil }})
-	add("to_jsonb", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSONB, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return pgtypes.NormalizeJSONB(toJSON(t[0], a[0])) }})
-	add("row_to_json", &builtin{args: []uint32{OIDRecord, tBool}, min: 1, ret: pgtypes.OIDJSON, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return toJSON(OIDRecord, a[0]), nil }})
+	add("to_json", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSON, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) { return toJSONStyle(t[0], a[0], styleOf(ec)), nil }})
+	add("to_jsonb", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSONB, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) { return pgtypes.NormalizeJSONB(toJSONStyle(t[0], a[0], styleOf(ec))) }})
+	add("row_to_json", &builtin{args: []uint32{OIDRecord, tBool}, min: 1, ret: pgtypes.OIDJSON, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) { return toJSONStyle(OIDRecord, a[0], styleOf(ec)), nil }})
 	buildObject := func(oid uint32) *builtin {
-		return &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: oid, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
+		return &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: oid, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 			if len(a)%2 != 0 {
 				return nil, sqlstate.Errorf(codeInvalidParameterValue, "argument list must have even number of elements")
 			}
@@ -777,9 +777,9 @@ func buildFuncs() map[string][]*builtin {
 				}
 				k := jsonString(textOf(t[i], a[i]))
 				if oid == pgtypes.OIDJSONB {
-					parts = append(parts, k+": "+toJSON(t[i+1], a[i+1]))
+					parts = append(parts, k+": "+toJSONStyle(t[i+1], a[i+1], styleOf(ec)))
 				} else {
-					parts = append(parts, k+" : "+toJSON(t[i+1], a[i+1]))
+					parts = append(parts, k+" : "+toJSONStyle(t[i+1], a[i+1], styleOf(ec)))
 				}
 			}
 			if oid == pgtypes.OIDJSONB {
@@ -791,10 +791,10 @@ func buildFuncs() map[string][]*builtin {
 	add("json_build_object", buildObject(pgtypes.OIDJSON))
 	add("jsonb_build_object", buildObject(pgtypes.OIDJSONB))
 	buildArray := func(oid uint32) *builtin {
-		return &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: oid, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
+		return &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: oid, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 			var parts []string
 			for i, v := range a {
-				parts = append(parts, toJSON(t[i], v))
+				parts = append(parts, toJSONStyle(t[i], v, styleOf(ec)))
 			}
 			if oid == pgtypes.OIDJSONB {
 				return pgtypes.NormalizeJSONB("[" + strings.Join(parts, ", ") + "]")
@@ -1126,8 +1126,13 @@ func jsonString(s string) string {
 	return b.String()
 }
 
-// toJSON writes a value as PostgreSQL's to_json does.
-func toJSON(oid uint32, v any) string {
+// toJSON writes a value as PostgreSQL's to_json does with the default
+// settings.
+func toJSON(oid uint32, v any) string { return toJSONStyle(oid, v, pgtypes.DefaultStyle) }
+
+// toJSONStyle is toJSON in a session: timestamptz in its TimeZone,
+// intervals in its IntervalStyle, floats by its extra_float_digits.
+func toJSONStyle(oid uint32, v any, st pgtypes.Style) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
@@ -1137,15 +1142,15 @@ func toJSON(oid uint32, v any) string {
 		}
 		return "false"
 	case int64:
-		if isOIDLike(oid) {
-			return jsonString(FormatText(oid, v))
+		if isOIDLike(oid) || oid == OIDInterval {
+			return jsonString(FormatTextStyle(oid, v, st))
 		}
 		return strconv.FormatInt(x, 10)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return jsonString(FormatText(oid, v))
+			return jsonString(FormatTextStyle(oid, v, st))
 		}
-		return FormatText(oid, v)
+		return FormatTextStyle(oid, v, st)
 	case pgtypes.Numeric:
 		if x == "NaN" {
 			return `"NaN"`
@@ -1158,26 +1163,24 @@ func toJSON(oid uint32, v any) string {
 		return jsonString(textOf(oid, x))
 	case time.Time:
 		switch oid {
-		case pgtypes.OIDDate:
-			return jsonString(x.Format("2006-01-02"))
-		case pgtypes.OIDTimestamp:
-			return jsonString(x.UTC().Format("2006-01-02T15:04:05.999999"))
+		case pgtypes.OIDDate, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
+			return jsonString(pgtypes.FormatXSD(oid, x, st))
 		}
-		return jsonString(x.UTC().Format("2006-01-02T15:04:05.999999") + "+00:00")
+		return jsonString(FormatTextStyle(oid, v, st))
 	case Array:
 		parts := make([]string, len(x.Vals))
 		for i, e := range x.Vals {
-			parts[i] = toJSON(x.Elem, e)
+			parts[i] = toJSONStyle(x.Elem, e, st)
 		}
 		return "[" + strings.Join(parts, ",") + "]"
 	case Record:
 		parts := make([]string, len(x.Vals))
 		for i, e := range x.Vals {
-			parts[i] = jsonString(x.Cols[i].Name) + ":" + toJSON(x.Cols[i].OID, e)
+			parts[i] = jsonString(x.Cols[i].Name) + ":" + toJSONStyle(x.Cols[i].OID, e, st)
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	}
-	return jsonString(FormatText(oid, v))
+	return jsonString(FormatTextStyle(oid, v, st))
 }
 
 func jsonTypeof(s string) string {

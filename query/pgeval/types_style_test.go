@@ -104,6 +104,15 @@ var styleCases = []struct {
 	{"SQL, DMY", "", "", `SELECT concat('d=', '2003-07-02'::date)`, `d=02/07/2003`},
 	{"SQL, DMY", "", "", `SELECT format('%s %L', '2003-07-02'::date, '2003-07-02'::date)`, `02/07/2003 '02/07/2003'`},
 	{"", "", "postgres_verbose", `SELECT array_to_string(ARRAY['1 hour'::interval], ',')`, `@ 1 hour`},
+	// JSON from dates, times and intervals.
+	{"SQL, DMY", "Asia/Kolkata", "iso_8601", `SELECT to_json('2003-07-02 04:05+00'::timestamptz)::text`, `"2003-07-02T09:35:00+05:30"`},
+	{"SQL, DMY", "Asia/Kolkata", "iso_8601", `SELECT to_json('2003-07-02 04:05:06.5'::timestamp)::text`, `"2003-07-02T04:05:06.5"`},
+	{"SQL, DMY", "Asia/Kolkata", "iso_8601", `SELECT to_json('2003-07-02'::date)::text`, `"2003-07-02"`},
+	{"SQL, DMY", "Asia/Kolkata", "iso_8601", `SELECT to_json('1 day'::interval)::text`, `"P1D"`},
+	{"SQL, DMY", "Asia/Kolkata", "iso_8601", `SELECT to_jsonb(ARRAY['2003-07-02 04:05+00'::timestamptz])::text`, `["2003-07-02T09:35:00+05:30"]`},
+	{"", "", "", `SELECT to_json('2003-07-02 04:05+00'::timestamptz)::text`, `"2003-07-02T04:05:00+00:00"`},
+	{"", "", "", `SELECT to_json('infinity'::timestamptz)::text`, `"infinity"`},
+	{"", "", "", `SELECT jsonb_build_object('t', '2003-07-02 04:05'::timestamp, 'f', 0.1::float8)::text`, `{"f": 0.1, "t": "2003-07-02T04:05:00"}`},
 	// Floats.
 	{"", "", "", `SELECT 123456789.125::float8::text`, `123456789.125`},
 	{"", "", "", `SELECT 1e20::float8::text`, `1e+20`},

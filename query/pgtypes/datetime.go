@@ -408,6 +408,44 @@ func formatDateTime(oid uint32, t time.Time, st Style) string {
 	return b.String()
 }
 
+// FormatXSD writes a date, timestamp or timestamptz as JSON output
+// does (XML Schema's form): 2003-07-02T09:35:00+05:30, the zone being the
+// session's.
+func FormatXSD(oid uint32, t time.Time, st Style) string {
+	switch IsInfinite(t) {
+	case 1:
+		return "infinity"
+	case -1:
+		return "-infinity"
+	}
+	if oid == OIDTimestamptz {
+		t = t.In(st.Location())
+	} else {
+		t = t.UTC()
+	}
+	year, month, day := t.Date()
+	bc := year <= 0
+	if bc {
+		year = 1 - year
+	}
+	out := fmt.Sprintf("%04d-%02d-%02d", year, month, day)
+	if oid != OIDDate {
+		out += "T" + FormatTime(time.Date(2000, 1, 1, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC))
+		if oid == OIDTimestamptz {
+			_, off := t.Zone()
+			o := formatOffset(off)
+			if len(o) == 3 {
+				o += ":00"
+			}
+			out += o
+		}
+	}
+	if bc {
+		out += " BC"
+	}
+	return out
+}
+
 // FormatInterval writes an interval held as microseconds (days are
 // whole multiples of 24 hours) in an IntervalStyle.
 func FormatInterval(us int64, intervalStyle string) string {
