@@ -763,8 +763,12 @@ func buildFuncs() map[string][]*builtin {
 
 	// JSON.
 	add("to_json", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSON, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) { return toJSONStyle(t[0], a[0], styleOf(ec)), nil }})
-	add("to_jsonb", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSONB, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) { return pgtypes.NormalizeJSONB(toJSONStyle(t[0], a[0], styleOf(ec))) }})
-	add("row_to_json", &builtin{args: []uint32{OIDRecord, tBool}, min: 1, ret: pgtypes.OIDJSON, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) { return toJSONStyle(OIDRecord, a[0], styleOf(ec)), nil }})
+	add("to_jsonb", &builtin{args: []uint32{pAny}, ret: pgtypes.OIDJSONB, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
+		return pgtypes.NormalizeJSONB(toJSONStyle(t[0], a[0], styleOf(ec)))
+	}})
+	add("row_to_json", &builtin{args: []uint32{OIDRecord, tBool}, min: 1, ret: pgtypes.OIDJSON, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
+		return toJSONStyle(OIDRecord, a[0], styleOf(ec)), nil
+	}})
 	buildObject := func(oid uint32) *builtin {
 		return &builtin{args: []uint32{pAny}, variadic: true, lenient: true, ret: oid, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 			if len(a)%2 != 0 {
