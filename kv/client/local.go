@@ -2,11 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
@@ -90,14 +90,9 @@ func (s *localScan) Trailer() metadata.MD         { return nil }
 func (s *localScan) CloseSend() error             { return nil }
 func (s *localScan) Context() context.Context     { return s.ctx }
 func (s *localScan) SendMsg(any) error            { return nil }
-func (s *localScan) RecvMsg(m any) error {
-	r, err := s.Recv()
-	if err != nil {
-		return err
-	}
-	proto.Reset(m.(proto.Message))
-	proto.Merge(m.(proto.Message), r)
-	return nil
+// RecvMsg is not used: the client reads a scan with Recv.
+func (s *localScan) RecvMsg(any) error {
+	return errors.New("kv/client: an in-process scan stream is read with Recv")
 }
 
 // localScanServer is the server's end.
