@@ -90,6 +90,7 @@ func (s *localScan) Trailer() metadata.MD         { return nil }
 func (s *localScan) CloseSend() error             { return nil }
 func (s *localScan) Context() context.Context     { return s.ctx }
 func (s *localScan) SendMsg(any) error            { return nil }
+
 // RecvMsg is not used: the client reads a scan with Recv.
 func (s *localScan) RecvMsg(any) error {
 	return errors.New("kv/client: an in-process scan stream is read with Recv")
