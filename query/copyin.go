@@ -35,6 +35,7 @@ type CopyIn struct {
 	t       *target
 	cols    []int
 	opts    *CopyOut
+	style   pgtypes.Style // the session's DateStyle and TimeZone, for dates
 	header  bool
 	pending []byte
 	rows    int
@@ -79,7 +80,8 @@ func (s *Session) compileCopyFrom(ctx context.Context, st *Statement, c *pg.Copy
 	}
 	st.kind = "COPY"
 	st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
-		in := &CopyIn{Format: opts.Format, Columns: len(cols), s: s, t: t, cols: cols, opts: opts, header: opts.Header, sem: make(chan struct{}, copyParallel)}
+		in := &CopyIn{Format: opts.Format, Columns: len(cols), s: s, t: t, cols: cols, opts: opts, header: opts.Header, sem: make(chan struct{}, copyParallel),
+			style: pgtypes.StyleFrom(s.Setting)}
 		for _, idx := range cols {
 			in.ColumnOIDs = append(in.ColumnOIDs, columnOID(t.codec.cols[idx]))
 		}
@@ -198,7 +200,7 @@ func (c *CopyIn) record(ctx context.Context, rec []byte) error {
 			continue
 		}
 		col := c.t.codec.cols[idx]
-		v, err := pgtypes.ParseText(typeOID(col.Type), *fields[k])
+		v, err := pgtypes.ParseTextStyle(typeOID(col.Type), *fields[k], c.style)
 		if err != nil {
 			if v, err = pgeval.Cast(*fields[k], pgtypes.OIDText, typeOID(col.Type)); err != nil {
 				return c.lineError(err)

@@ -417,7 +417,12 @@ func (a *acc) result() (any, error) {
 			k, _ := json.Marshal(textOf(s.args[0].oid, a.vals[i]))
 			parts = append(parts, string(k)+" : "+toJSON(s.args[1].oid, a.vals[i+1]))
 		}
-		return "{ " + strings.Join(parts, ", ") + " }", nil
+		out := "{ " + strings.Join(parts, ", ") + " }"
+		if s.name == "jsonb_object_agg" {
+			// jsonb's own form: keys sorted and unique.
+			return pgtypes.NormalizeJSONB(out)
+		}
+		return out, nil
 	}
 	return nil, nil
 }
