@@ -62,6 +62,11 @@ type AggSpec struct {
 type AggregateSpec struct {
 	GroupBy []GroupKey
 	Aggs    []AggSpec
+	// Stats, if not nil, asks the servers for their read statistics (as
+	// Filter.WantStats does) and receives their sum over Aggregate's
+	// calls: Aggregate sets *Stats when it returns, even with an error
+	// (then the calls that answered so far).
+	Stats *ReadStats
 }
 
 // AggGroup is one group's result.
@@ -140,6 +145,11 @@ func (s AggregateSpec) proto() ([]*pb.GroupKey, []*pb.AggSpec) {
 func (c *Client) Aggregate(ctx context.Context, table string, rng model.RowRange, f Filter, spec AggregateSpec) ([]AggGroup, error) {
 	groupBy, aggs := spec.proto()
 	filter := f.proto()
+	var stats ReadStats
+	if spec.Stats != nil {
+		filter.WantStats = true
+		defer func() { *spec.Stats = stats }()
+	}
 	m := newAggMerger(spec)
 	next := rng.Start
 	for len(rng.End) == 0 || bytes.Compare(next, rng.End) < 0 {
@@ -159,6 +169,7 @@ func (c *Client) Aggregate(ctx context.Context, table string, rng model.RowRange
 		if err != nil {
 			return nil, err
 		}
+		stats.Add(statsFromProto(resp.Stats))
 		if err := m.merge(resp); err != nil {
 			return nil, err
 		}

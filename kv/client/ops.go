@@ -34,11 +34,53 @@ type Filter struct {
 	// them. A row that fails is not returned and does not count toward a
 	// scan's limit. Invalid conditions fail the read with InvalidArgument.
 	Conditions []model.Condition
+	// WantStats asks the servers for their read statistics: see
+	// ReadRowStats, Scanner.Stats and AggregateSpec.Stats. Without it
+	// those are zero. Other operations ignore it.
+	WantStats bool
+}
+
+// ReadStats is the work reads did on the tablet servers, for statistics
+// such as SQL's EXPLAIN ANALYZE (ask with Filter.WantStats).
+type ReadStats struct {
+	// Rows and Cells are the rows and cells the servers' tablet reads
+	// produced, before the filter's regular expressions and conditions
+	// dropped any: the rows examined, which may be more than the rows
+	// returned.
+	Rows, Cells int64
+	// Blocks is the SSTable data blocks read from files; CacheHits the
+	// data blocks served from a block cache (or an in-memory locality
+	// group) instead.
+	Blocks, CacheHits int64
+	// BloomChecks is the bloom filter probes of point reads (ReadRow),
+	// one per SSTable with a filter that could hold the row;
+	// BloomUseful is how many showed the SSTable could not, so that it
+	// was not read.
+	BloomChecks, BloomUseful int64
+}
+
+// Add adds o's counts to s.
+func (s *ReadStats) Add(o ReadStats) {
+	s.Rows += o.Rows
+	s.Cells += o.Cells
+	s.Blocks += o.Blocks
+	s.CacheHits += o.CacheHits
+	s.BloomChecks += o.BloomChecks
+	s.BloomUseful += o.BloomUseful
+}
+
+func statsFromProto(p *pb.ReadStats) ReadStats {
+	if p == nil {
+		return ReadStats{}
+	}
+	return ReadStats{Rows: p.Rows, Cells: p.Cells, Blocks: p.Blocks, CacheHits: p.CacheHits,
+		BloomChecks: p.BloomChecks, BloomUseful: p.BloomUseful}
 }
 
 func (f Filter) proto() *pb.Filter {
 	out := &pb.Filter{Families: f.Families, QualifierRegex: f.QualifierRegex, ValueRegex: f.ValueRegex,
-		TimeRange: &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}, MaxVersions: int32(f.MaxVersions)}
+		TimeRange: &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}, MaxVersions: int32(f.MaxVersions),
+		WantStats: f.WantStats}
 	for _, c := range f.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{Family: c.Family, Qualifier: c.Qualifier, Type: int32(c.Type),
 			Op: pb.Condition_Op(c.Op), Operand: c.Operand})
@@ -168,16 +210,29 @@ func (c *Client) ApplyBulk(ctx context.Context, table string, ms []*model.RowMut
 // ReadRow reads one row through a filter. It reports whether the row has
 // any cell that passes.
 func (c *Client) ReadRow(ctx context.Context, table string, row []byte, f Filter) (model.Row, bool, error) {
+	out, found, _, err := c.ReadRowStats(ctx, table, row, f)
+	return out, found, err
+}
+
+// ReadRowStats is ReadRow that also returns the server's read statistics,
+// if f.WantStats is set (else they are zero), whether the row was found
+// or not. A retried read returns the statistics of the call that
+// answered.
+func (c *Client) ReadRowStats(ctx context.Context, table string, row []byte, f Filter) (model.Row, bool, ReadStats, error) {
 	var resp *pb.ReadRowResponse
 	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
 		var err error
 		resp, err = cli.ReadRow(ctx, &pb.ReadRowRequest{Table: table, Row: row, Filter: f.proto()})
 		return err
 	})
-	if err != nil || !resp.Found {
-		return model.Row{}, false, err
+	if err != nil {
+		return model.Row{}, false, ReadStats{}, err
 	}
-	return rowFromProto(resp.Row), true, nil
+	st := statsFromProto(resp.Stats)
+	if !resp.Found {
+		return model.Row{}, false, st, nil
+	}
+	return rowFromProto(resp.Row), true, st, nil
 }
 
 // ReadModifyWriteRule appends to or increments one cell.
@@ -260,12 +315,13 @@ type Scanner struct {
 	filter Filter
 	limit  int64
 
-	next []byte // where the next call starts
-	buf  []model.Row
-	sent int64
-	row  model.Row
-	err  error
-	done bool
+	next  []byte // where the next call starts
+	buf   []model.Row
+	sent  int64
+	row   model.Row
+	err   error
+	done  bool
+	stats ReadStats
 }
 
 // Scan returns a scanner over rng (an empty End: to the table's end) with
@@ -296,8 +352,9 @@ func (s *Scanner) fill() {
 	var rows []model.Row
 	var end, resume []byte
 	more := false
+	var st ReadStats
 	err := s.c.do(s.ctx, s.table, s.next, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
-		rows, end, resume, more = rows[:0], loc.end, nil, false
+		rows, end, resume, more, st = rows[:0], loc.end, nil, false, ReadStats{}
 		scanEnd := s.rng.End
 		if len(loc.end) > 0 && (len(scanEnd) == 0 || bytes.Compare(loc.end, scanEnd) < 0) {
 			scanEnd = loc.end
@@ -325,12 +382,14 @@ func (s *Scanner) fill() {
 			if resp.More {
 				resume, more = resp.ResumeAfter, true
 			}
+			st.Add(statsFromProto(resp.Stats))
 		}
 	})
 	if err != nil {
 		s.err = err
 		return
 	}
+	s.stats.Add(st)
 	s.buf = rows
 	if more {
 		// The server stopped early (its filter dropped many rows): resume
@@ -355,3 +414,10 @@ func (s *Scanner) Row() model.Row { return s.row }
 
 // Err returns the error that ended the scan, if any.
 func (s *Scanner) Err() error { return s.err }
+
+// Stats returns the servers' read statistics summed over the scan's calls
+// so far, across its tablets, if its filter has WantStats (else zero). A
+// call is counted once it has answered whole (a retried call once), so
+// the sum is complete once Next returns false; the scanner reads ahead
+// of Next by up to one call (1,000 rows).
+func (s *Scanner) Stats() ReadStats { return s.stats }

@@ -29,11 +29,20 @@ type Iter struct {
 	err    error
 	// scratch is the read buffer for compressed blocks.
 	scratch []byte
+	// stats, if not nil, counts the data blocks the iterator loads.
+	stats *ReadStats
 }
 
 // NewIter returns an unpositioned iterator.
 func (r *Reader) NewIter() *Iter {
 	return &Iter{r: r, loaded: -1}
+}
+
+// NewIterStats returns an unpositioned iterator that counts into st, if
+// it is not nil, each data block it loads: Blocks for one read from the
+// file, CacheHits for one served from the block cache or memory.
+func (r *Reader) NewIterStats(st *ReadStats) *Iter {
+	return &Iter{r: r, loaded: -1, stats: st}
 }
 
 // SeekGE moves to the first entry with key >= key.
@@ -192,7 +201,7 @@ func (i *Iter) load(bi int) bool {
 			i.scratch = *b
 		}
 	}
-	data, err := i.r.dataBlock(bi, &i.scratch, true)
+	data, err := i.r.dataBlock(bi, &i.scratch, true, i.stats)
 	if err == nil {
 		err = i.blk.init(data, i.r.name, i.r.index[bi].h.offset)
 	}

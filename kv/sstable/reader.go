@@ -294,8 +294,12 @@ func checkBlock(data []byte, file string, off uint64) error {
 }
 
 // dataBlock returns data block bi: from memory, the cache, or the file.
-func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool) ([]byte, error) {
+// st, if not nil, counts where it came from.
+func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool, st *ReadStats) ([]byte, error) {
 	if r.blocks != nil {
+		if st != nil {
+			st.CacheHits++
+		}
 		return r.blocks[bi], nil
 	}
 	h := r.index[bi].h
@@ -305,8 +309,14 @@ func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool) ([]byte, erro
 	}
 	if cache != nil {
 		if b := cache.Get(r.opts.CacheID, h.offset); b != nil {
+			if st != nil {
+				st.CacheHits++
+			}
 			return b, nil
 		}
+	}
+	if st != nil {
+		st.Blocks++
 	}
 	data, _, err := r.readBlock(h, scratch)
 	if err == nil {
@@ -351,6 +361,26 @@ func (r *Reader) Size() uint64 { return r.size }
 func (r *Reader) MayContainRow(rowPrefix []byte) bool {
 	return r.filter == nil || r.filter.Test(rowPrefix)
 }
+
+// MayContainRowStats is MayContainRow that counts, if st is not nil, a
+// bloom filter check when the table has a filter, and a useful one when
+// the filter excludes the row.
+func (r *Reader) MayContainRowStats(rowPrefix []byte, st *ReadStats) bool {
+	if r.filter == nil {
+		return true
+	}
+	ok := r.filter.Test(rowPrefix)
+	if st != nil {
+		st.BloomChecks++
+		if !ok {
+			st.BloomUseful++
+		}
+	}
+	return ok
+}
+
+// HasFilter reports whether the table has a bloom filter.
+func (r *Reader) HasFilter() bool { return r.filter != nil }
 
 // MayContainColumn reports whether the table may hold keys with the encoded
 // column prefix (model.AppendColumnPrefix). It is true when there is no

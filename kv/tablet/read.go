@@ -7,7 +7,18 @@ import (
 	"slices"
 
 	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/kv/sstable"
 )
+
+// ReadStats counts the work of a read (see ReadOptions.Stats): the rows
+// and cells it produced, the SSTable data blocks it read from files or
+// found in the block cache, and the bloom filter checks of a point read.
+// Rows and Cells are counted before a tablet server's filters (regular
+// expressions, conditions), so they are what the read examined. Only
+// point reads (ReadRow) check bloom filters; one that the scan cache
+// answers reads no block and checks no filter. Memtables count only
+// their rows and cells.
+type ReadStats = sstable.ReadStats
 
 // ReadOptions select what a read returns.
 type ReadOptions struct {
@@ -21,6 +32,11 @@ type ReadOptions struct {
 	MaxVersions int
 	// Limit is the most rows a scan returns; 0 means no limit.
 	Limit int
+	// Stats, if not nil, receives the read's counts, added to what it
+	// holds: a ReadRow's when it returns, a scan's as it goes (complete
+	// once Next returns false). Reads that run at the same time must not
+	// share one. Nil costs the read nothing measurable.
+	Stats *ReadStats
 }
 
 // iter is what the merged view needs from memtable and SSTable iterators.
@@ -234,6 +250,10 @@ func (r *resolver) next(out *model.Row) bool {
 		if len(r.cells) > 0 {
 			out.Key = r.keep(model.RowOf(r.vis.row))
 			out.Cells = r.handOut(r.cells)
+			if st := r.opts.Stats; st != nil {
+				st.Rows++
+				st.Cells += int64(len(r.cells))
+			}
 			return true
 		}
 	}
@@ -292,7 +312,9 @@ func groupsFor(si *schemaInfo, families []string) []int {
 // unbounded): every memtable, and the SSTables of the groups asked for
 // whose key range meets the read's. A point read (one row) also consults
 // the bloom filters, and the scan cache may stand in for a group's files.
-func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byte, point bool) []iter {
+// st, if not nil, counts the bloom filter checks and the SSTable blocks
+// read.
+func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, st *ReadStats) []iter {
 	its := make([]iter, 0, 1+len(v.frozen)+len(groups))
 	for _, m := range v.memtables() {
 		if !m.Empty() {
@@ -305,12 +327,12 @@ func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byt
 		}
 		files := v.groups[g]
 		if point && t.s.scanCache != nil && len(files) > 0 {
-			its = append(its, &sliceIter{e: t.cachedRow(v, g, lo, hi)})
+			its = append(its, &sliceIter{e: t.cachedRow(v, g, lo, hi, st)})
 			continue
 		}
 		for _, f := range files {
-			if f.overlaps(lo, hi) && (!point || f.r.MayContainRow(lo)) {
-				its = append(its, f.r.NewIter())
+			if f.overlaps(lo, hi) && (!point || f.r.MayContainRowStats(lo, st)) {
+				its = append(its, f.r.NewIterStats(st))
 			}
 		}
 	}
@@ -326,15 +348,15 @@ func (f *table) overlaps(lo, hi []byte) bool {
 // scan cache or by reading the files. Entries of a file set never change,
 // so a cached row needs no invalidation: a flush or compaction makes a new
 // file set.
-func (t *Tablet) cachedRow(v *version, g int, rowKey, limit []byte) []kv {
+func (t *Tablet) cachedRow(v *version, g int, rowKey, limit []byte, st *ReadStats) []kv {
 	k := scanKey{fileset: v.filesets[g], row: string(rowKey)}
 	if e, ok := t.s.scanCache.get(k); ok {
 		return e
 	}
 	var its []iter
 	for _, f := range v.groups[g] {
-		if f.overlaps(rowKey, limit) && f.r.MayContainRow(rowKey) {
-			its = append(its, f.r.NewIter())
+		if f.overlaps(rowKey, limit) && f.r.MayContainRowStats(rowKey, st) {
+			its = append(its, f.r.NewIterStats(st))
 		}
 	}
 	m := &mergeIter{iters: its}
@@ -370,7 +392,7 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (mod
 	si := t.schema.Load()
 	rowKey := model.AppendRowPrefix(nil, row)
 	limit := model.RowLimit(bytes.Clone(rowKey))
-	m := &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), rowKey, limit, true)}
+	m := &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), rowKey, limit, true, opts.Stats)}
 	defer m.Close()
 	r := newResolver(m, snapshot, si, &opts)
 	r.limit = limit
@@ -421,7 +443,7 @@ func (t *Tablet) Scan(ctx context.Context, rng model.RowRange, opts ReadOptions)
 		hi = model.AppendRowPrefix(nil, clip.End)
 	}
 	si := t.schema.Load()
-	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), lo, hi, false)}
+	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), lo, hi, false, opts.Stats)}
 	s.res = newResolver(s.m, snapshot, si, &s.opts)
 	s.res.scan = true
 	s.res.limit = hi

@@ -88,7 +88,7 @@ func (x Condition_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Condition_Op.Descriptor instead.
 func (Condition_Op) EnumDescriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{6, 0}
 }
 
 type AggSpec_Func int32
@@ -143,7 +143,7 @@ func (x AggSpec_Func) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AggSpec_Func.Descriptor instead.
 func (AggSpec_Func) EnumDescriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{45, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{46, 0}
 }
 
 type Cell struct {
@@ -390,7 +390,10 @@ type Filter struct {
 	// conditions' families and drops their cells afterwards unless asked
 	// for. A row that fails is not returned and does not count toward a
 	// scan's row_limit.
-	Conditions    []*Condition `protobuf:"bytes,6,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Conditions []*Condition `protobuf:"bytes,6,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// want_stats asks ReadRow, Scan and Aggregate for the read's
+	// statistics (ReadStats) in their responses; other RPCs ignore it.
+	WantStats     bool `protobuf:"varint,7,opt,name=want_stats,json=wantStats,proto3" json:"want_stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -467,6 +470,104 @@ func (x *Filter) GetConditions() []*Condition {
 	return nil
 }
 
+func (x *Filter) GetWantStats() bool {
+	if x != nil {
+		return x.WantStats
+	}
+	return false
+}
+
+// ReadStats is the work a read did on the tablet server, for statistics
+// such as SQL's EXPLAIN ANALYZE. rows and cells are what the tablet read
+// produced before the filter's regular expressions and conditions (the
+// rows and cells examined, not those returned); blocks the SSTable data
+// blocks read from files, cache_hits those served from the block cache or
+// memory; bloom_checks the bloom filter probes of point reads, one per
+// SSTable with a filter, and bloom_useful those that excluded the file.
+type ReadStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          int64                  `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cells         int64                  `protobuf:"varint,2,opt,name=cells,proto3" json:"cells,omitempty"`
+	Blocks        int64                  `protobuf:"varint,3,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	CacheHits     int64                  `protobuf:"varint,4,opt,name=cache_hits,json=cacheHits,proto3" json:"cache_hits,omitempty"`
+	BloomChecks   int64                  `protobuf:"varint,5,opt,name=bloom_checks,json=bloomChecks,proto3" json:"bloom_checks,omitempty"`
+	BloomUseful   int64                  `protobuf:"varint,6,opt,name=bloom_useful,json=bloomUseful,proto3" json:"bloom_useful,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStats) Reset() {
+	*x = ReadStats{}
+	mi := &file_tablet_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStats) ProtoMessage() {}
+
+func (x *ReadStats) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStats.ProtoReflect.Descriptor instead.
+func (*ReadStats) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReadStats) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *ReadStats) GetCells() int64 {
+	if x != nil {
+		return x.Cells
+	}
+	return 0
+}
+
+func (x *ReadStats) GetBlocks() int64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *ReadStats) GetCacheHits() int64 {
+	if x != nil {
+		return x.CacheHits
+	}
+	return 0
+}
+
+func (x *ReadStats) GetBloomChecks() int64 {
+	if x != nil {
+		return x.BloomChecks
+	}
+	return 0
+}
+
+func (x *ReadStats) GetBloomUseful() int64 {
+	if x != nil {
+		return x.BloomUseful
+	}
+	return 0
+}
+
 // Condition keeps a row only if the newest version of one column, decoded
 // as type, compares with operand (encoded the same way). A row without the
 // column fails every op but IS_NULL (SQL's NULL semantics). A cell that
@@ -488,7 +589,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +601,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +614,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5}
+	return file_tablet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Condition) GetFamily() string {
@@ -566,7 +667,7 @@ type Mutation struct {
 
 func (x *Mutation) Reset() {
 	*x = Mutation{}
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +679,7 @@ func (x *Mutation) String() string {
 func (*Mutation) ProtoMessage() {}
 
 func (x *Mutation) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +692,7 @@ func (x *Mutation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation.ProtoReflect.Descriptor instead.
 func (*Mutation) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6}
+	return file_tablet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Mutation) GetMutation() isMutation_Mutation {
@@ -676,7 +777,7 @@ type ReadRowRequest struct {
 
 func (x *ReadRowRequest) Reset() {
 	*x = ReadRowRequest{}
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +789,7 @@ func (x *ReadRowRequest) String() string {
 func (*ReadRowRequest) ProtoMessage() {}
 
 func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +802,7 @@ func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadRowRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7}
+	return file_tablet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadRowRequest) GetTable() string {
@@ -726,16 +827,18 @@ func (x *ReadRowRequest) GetFilter() *Filter {
 }
 
 type ReadRowResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
-	Row           *Row                   `protobuf:"bytes,2,opt,name=row,proto3" json:"row,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Found bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Row   *Row                   `protobuf:"bytes,2,opt,name=row,proto3" json:"row,omitempty"`
+	// stats is set if the filter's want_stats is, found or not.
+	Stats         *ReadStats `protobuf:"bytes,3,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadRowResponse) Reset() {
 	*x = ReadRowResponse{}
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +850,7 @@ func (x *ReadRowResponse) String() string {
 func (*ReadRowResponse) ProtoMessage() {}
 
 func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +863,7 @@ func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadRowResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{8}
+	return file_tablet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReadRowResponse) GetFound() bool {
@@ -773,6 +876,13 @@ func (x *ReadRowResponse) GetFound() bool {
 func (x *ReadRowResponse) GetRow() *Row {
 	if x != nil {
 		return x.Row
+	}
+	return nil
+}
+
+func (x *ReadRowResponse) GetStats() *ReadStats {
+	if x != nil {
+		return x.Stats
 	}
 	return nil
 }
@@ -790,7 +900,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +912,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +925,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{9}
+	return file_tablet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ScanRequest) GetTable() string {
@@ -855,15 +965,20 @@ type ScanResponse struct {
 	// selective filter cannot make one call run unbounded. resume_after is
 	// then the last row read (returned or not); the client continues just
 	// after it.
-	ResumeAfter   []byte `protobuf:"bytes,2,opt,name=resume_after,json=resumeAfter,proto3" json:"resume_after,omitempty"`
-	More          bool   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	ResumeAfter []byte `protobuf:"bytes,2,opt,name=resume_after,json=resumeAfter,proto3" json:"resume_after,omitempty"`
+	More        bool   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	// stats, if the filter's want_stats is set, is the whole call's, on its
+	// last message only (the others have none); such a call always sends a
+	// last message, with no rows if need be. A client sums the stats of
+	// every message it gets.
+	Stats         *ReadStats `protobuf:"bytes,4,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +990,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +1003,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{10}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScanResponse) GetRows() []*Row {
@@ -912,6 +1027,13 @@ func (x *ScanResponse) GetMore() bool {
 	return false
 }
 
+func (x *ScanResponse) GetStats() *ReadStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
 type MutateRowRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
@@ -923,7 +1045,7 @@ type MutateRowRequest struct {
 
 func (x *MutateRowRequest) Reset() {
 	*x = MutateRowRequest{}
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1057,7 @@ func (x *MutateRowRequest) String() string {
 func (*MutateRowRequest) ProtoMessage() {}
 
 func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1070,7 @@ func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{11}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MutateRowRequest) GetTable() string {
@@ -980,7 +1102,7 @@ type MutateRowResponse struct {
 
 func (x *MutateRowResponse) Reset() {
 	*x = MutateRowResponse{}
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1114,7 @@ func (x *MutateRowResponse) String() string {
 func (*MutateRowResponse) ProtoMessage() {}
 
 func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1127,7 @@ func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12}
+	return file_tablet_proto_rawDescGZIP(), []int{13}
 }
 
 type MutateRowsRequest struct {
@@ -1018,7 +1140,7 @@ type MutateRowsRequest struct {
 
 func (x *MutateRowsRequest) Reset() {
 	*x = MutateRowsRequest{}
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1152,7 @@ func (x *MutateRowsRequest) String() string {
 func (*MutateRowsRequest) ProtoMessage() {}
 
 func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1165,7 @@ func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{13}
+	return file_tablet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MutateRowsRequest) GetTable() string {
@@ -1071,7 +1193,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1205,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1218,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{14}
+	return file_tablet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Status) GetCode() int32 {
@@ -1122,7 +1244,7 @@ type MutateRowsResponse struct {
 
 func (x *MutateRowsResponse) Reset() {
 	*x = MutateRowsResponse{}
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1256,7 @@ func (x *MutateRowsResponse) String() string {
 func (*MutateRowsResponse) ProtoMessage() {}
 
 func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1269,7 @@ func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{15}
+	return file_tablet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MutateRowsResponse) GetStatuses() []*Status {
@@ -1168,7 +1290,7 @@ type ReadModifyWriteRequest struct {
 
 func (x *ReadModifyWriteRequest) Reset() {
 	*x = ReadModifyWriteRequest{}
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1302,7 @@ func (x *ReadModifyWriteRequest) String() string {
 func (*ReadModifyWriteRequest) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1315,7 @@ func (x *ReadModifyWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRequest.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{16}
+	return file_tablet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadModifyWriteRequest) GetTable() string {
@@ -1227,7 +1349,7 @@ type ReadModifyWriteResponse struct {
 
 func (x *ReadModifyWriteResponse) Reset() {
 	*x = ReadModifyWriteResponse{}
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1361,7 @@ func (x *ReadModifyWriteResponse) String() string {
 func (*ReadModifyWriteResponse) ProtoMessage() {}
 
 func (x *ReadModifyWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1374,7 @@ func (x *ReadModifyWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteResponse.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{17}
+	return file_tablet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadModifyWriteResponse) GetCells() []*Cell {
@@ -1279,7 +1401,7 @@ type CheckAndMutateRequest struct {
 
 func (x *CheckAndMutateRequest) Reset() {
 	*x = CheckAndMutateRequest{}
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1413,7 @@ func (x *CheckAndMutateRequest) String() string {
 func (*CheckAndMutateRequest) ProtoMessage() {}
 
 func (x *CheckAndMutateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1426,7 @@ func (x *CheckAndMutateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRequest.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{18}
+	return file_tablet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckAndMutateRequest) GetTable() string {
@@ -1363,7 +1485,7 @@ type Expect struct {
 
 func (x *Expect) Reset() {
 	*x = Expect{}
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1497,7 @@ func (x *Expect) String() string {
 func (*Expect) ProtoMessage() {}
 
 func (x *Expect) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1510,7 @@ func (x *Expect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expect.ProtoReflect.Descriptor instead.
 func (*Expect) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{19}
+	return file_tablet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Expect) GetFamily() string {
@@ -1428,7 +1550,7 @@ type CheckAndMutateResponse struct {
 
 func (x *CheckAndMutateResponse) Reset() {
 	*x = CheckAndMutateResponse{}
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1562,7 @@ func (x *CheckAndMutateResponse) String() string {
 func (*CheckAndMutateResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1575,7 @@ func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{20}
+	return file_tablet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckAndMutateResponse) GetPredicateMatched() bool {
@@ -1472,7 +1594,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1606,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1619,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{21}
+	return file_tablet_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SampleRowKeysRequest) GetTable() string {
@@ -1516,7 +1638,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1650,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1663,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{22}
+	return file_tablet_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -1559,7 +1681,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1693,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1706,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{23}
+	return file_tablet_proto_rawDescGZIP(), []int{24}
 }
 
 type TabletInfo struct {
@@ -1599,7 +1721,7 @@ type TabletInfo struct {
 
 func (x *TabletInfo) Reset() {
 	*x = TabletInfo{}
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1733,7 @@ func (x *TabletInfo) String() string {
 func (*TabletInfo) ProtoMessage() {}
 
 func (x *TabletInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1746,7 @@ func (x *TabletInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletInfo.ProtoReflect.Descriptor instead.
 func (*TabletInfo) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{24}
+	return file_tablet_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TabletInfo) GetId() uint64 {
@@ -1668,7 +1790,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1680,7 +1802,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1693,7 +1815,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{25}
+	return file_tablet_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListTabletsResponse) GetServer() string {
@@ -1730,7 +1852,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1864,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1877,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{26}
+	return file_tablet_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateTableRequest) GetTable() string {
@@ -1788,7 +1910,7 @@ type CreateTableResponse struct {
 
 func (x *CreateTableResponse) Reset() {
 	*x = CreateTableResponse{}
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1922,7 @@ func (x *CreateTableResponse) String() string {
 func (*CreateTableResponse) ProtoMessage() {}
 
 func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1935,7 @@ func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableResponse.ProtoReflect.Descriptor instead.
 func (*CreateTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{27}
+	return file_tablet_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateTableResponse) GetTablets() []*TabletInfo {
@@ -1840,7 +1962,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1974,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +1987,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{28}
+	return file_tablet_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LoadTabletRequest) GetSchema() []byte {
@@ -1905,7 +2027,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2039,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2052,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{29}
+	return file_tablet_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LoadTabletResponse) GetTablet() *TabletInfo {
@@ -1950,7 +2072,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2084,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2097,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{30}
+	return file_tablet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UnloadTabletRequest) GetTable() string {
@@ -2000,7 +2122,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2134,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2147,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{31}
+	return file_tablet_proto_rawDescGZIP(), []int{32}
 }
 
 type PartitionLogRequest struct {
@@ -2041,7 +2163,7 @@ type PartitionLogRequest struct {
 
 func (x *PartitionLogRequest) Reset() {
 	*x = PartitionLogRequest{}
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2175,7 @@ func (x *PartitionLogRequest) String() string {
 func (*PartitionLogRequest) ProtoMessage() {}
 
 func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2188,7 @@ func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogRequest.ProtoReflect.Descriptor instead.
 func (*PartitionLogRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{32}
+	return file_tablet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PartitionLogRequest) GetServer() string {
@@ -2094,7 +2216,7 @@ type PartitionLogResponse struct {
 
 func (x *PartitionLogResponse) Reset() {
 	*x = PartitionLogResponse{}
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2106,7 +2228,7 @@ func (x *PartitionLogResponse) String() string {
 func (*PartitionLogResponse) ProtoMessage() {}
 
 func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2119,7 +2241,7 @@ func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogResponse.ProtoReflect.Descriptor instead.
 func (*PartitionLogResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{33}
+	return file_tablet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PartitionLogResponse) GetDir() string {
@@ -2147,7 +2269,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2281,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2294,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{34}
+	return file_tablet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -2205,7 +2327,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2339,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2352,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{35}
+	return file_tablet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -2249,7 +2371,7 @@ type DropTableRequest struct {
 
 func (x *DropTableRequest) Reset() {
 	*x = DropTableRequest{}
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2383,7 @@ func (x *DropTableRequest) String() string {
 func (*DropTableRequest) ProtoMessage() {}
 
 func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2396,7 @@ func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableRequest.ProtoReflect.Descriptor instead.
 func (*DropTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{36}
+	return file_tablet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DropTableRequest) GetTable() string {
@@ -2292,7 +2414,7 @@ type DropTableResponse struct {
 
 func (x *DropTableResponse) Reset() {
 	*x = DropTableResponse{}
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2426,7 @@ func (x *DropTableResponse) String() string {
 func (*DropTableResponse) ProtoMessage() {}
 
 func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2439,7 @@ func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableResponse.ProtoReflect.Descriptor instead.
 func (*DropTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{37}
+	return file_tablet_proto_rawDescGZIP(), []int{38}
 }
 
 type UpdateSchemaRequest struct {
@@ -2330,7 +2452,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2464,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2477,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{38}
+	return file_tablet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UpdateSchemaRequest) GetTable() string {
@@ -2380,7 +2502,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2514,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2527,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{39}
+	return file_tablet_proto_rawDescGZIP(), []int{40}
 }
 
 type ListFilesRequest struct {
@@ -2416,7 +2538,7 @@ type ListFilesRequest struct {
 
 func (x *ListFilesRequest) Reset() {
 	*x = ListFilesRequest{}
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +2550,7 @@ func (x *ListFilesRequest) String() string {
 func (*ListFilesRequest) ProtoMessage() {}
 
 func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +2563,7 @@ func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListFilesRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{40}
+	return file_tablet_proto_rawDescGZIP(), []int{41}
 }
 
 type ListFilesResponse struct {
@@ -2453,7 +2575,7 @@ type ListFilesResponse struct {
 
 func (x *ListFilesResponse) Reset() {
 	*x = ListFilesResponse{}
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2587,7 @@ func (x *ListFilesResponse) String() string {
 func (*ListFilesResponse) ProtoMessage() {}
 
 func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2600,7 @@ func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListFilesResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{41}
+	return file_tablet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListFilesResponse) GetPaths() []string {
@@ -2510,7 +2632,7 @@ type AggregateRequest struct {
 
 func (x *AggregateRequest) Reset() {
 	*x = AggregateRequest{}
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2644,7 @@ func (x *AggregateRequest) String() string {
 func (*AggregateRequest) ProtoMessage() {}
 
 func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2657,7 @@ func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateRequest.ProtoReflect.Descriptor instead.
 func (*AggregateRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{42}
+	return file_tablet_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AggregateRequest) GetTable() string {
@@ -2589,7 +2711,7 @@ type GroupKey struct {
 
 func (x *GroupKey) Reset() {
 	*x = GroupKey{}
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +2723,7 @@ func (x *GroupKey) String() string {
 func (*GroupKey) ProtoMessage() {}
 
 func (x *GroupKey) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +2736,7 @@ func (x *GroupKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupKey.ProtoReflect.Descriptor instead.
 func (*GroupKey) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{43}
+	return file_tablet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GroupKey) GetWhat() isGroupKey_What {
@@ -2669,7 +2791,7 @@ type ColumnRef struct {
 
 func (x *ColumnRef) Reset() {
 	*x = ColumnRef{}
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2803,7 @@ func (x *ColumnRef) String() string {
 func (*ColumnRef) ProtoMessage() {}
 
 func (x *ColumnRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2816,7 @@ func (x *ColumnRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColumnRef.ProtoReflect.Descriptor instead.
 func (*ColumnRef) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{44}
+	return file_tablet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ColumnRef) GetFamily() string {
@@ -2730,7 +2852,7 @@ type AggSpec struct {
 
 func (x *AggSpec) Reset() {
 	*x = AggSpec{}
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +2864,7 @@ func (x *AggSpec) String() string {
 func (*AggSpec) ProtoMessage() {}
 
 func (x *AggSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +2877,7 @@ func (x *AggSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggSpec.ProtoReflect.Descriptor instead.
 func (*AggSpec) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{45}
+	return file_tablet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AggSpec) GetFunc() AggSpec_Func {
@@ -2778,15 +2900,18 @@ type AggregateResponse struct {
 	// resume_after: if more is set the server stopped early (too many rows
 	// or groups for one call, or its time budget) after this row; the
 	// client continues just after it.
-	ResumeAfter   []byte `protobuf:"bytes,2,opt,name=resume_after,json=resumeAfter,proto3" json:"resume_after,omitempty"`
-	More          bool   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	ResumeAfter []byte `protobuf:"bytes,2,opt,name=resume_after,json=resumeAfter,proto3" json:"resume_after,omitempty"`
+	More        bool   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	// stats is the call's read statistics, if the filter's want_stats is
+	// set.
+	Stats         *ReadStats `protobuf:"bytes,4,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AggregateResponse) Reset() {
 	*x = AggregateResponse{}
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +2923,7 @@ func (x *AggregateResponse) String() string {
 func (*AggregateResponse) ProtoMessage() {}
 
 func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +2936,7 @@ func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse.ProtoReflect.Descriptor instead.
 func (*AggregateResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{46}
+	return file_tablet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AggregateResponse) GetGroups() []*AggregateResponse_Group {
@@ -2835,6 +2960,13 @@ func (x *AggregateResponse) GetMore() bool {
 	return false
 }
 
+func (x *AggregateResponse) GetStats() *ReadStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
 type Mutation_SetCell struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -2848,7 +2980,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +2992,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +3005,7 @@ func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_SetCell.ProtoReflect.Descriptor instead.
 func (*Mutation_SetCell) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{7, 0}
 }
 
 func (x *Mutation_SetCell) GetFamily() string {
@@ -2915,7 +3047,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[48]
+	mi := &file_tablet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3059,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[48]
+	mi := &file_tablet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3072,7 @@ func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteColumn.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteColumn) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6, 1}
+	return file_tablet_proto_rawDescGZIP(), []int{7, 1}
 }
 
 func (x *Mutation_DeleteColumn) GetFamily() string {
@@ -2973,7 +3105,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[49]
+	mi := &file_tablet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2985,7 +3117,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[49]
+	mi := &file_tablet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2998,7 +3130,7 @@ func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteFamily.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteFamily) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6, 2}
+	return file_tablet_proto_rawDescGZIP(), []int{7, 2}
 }
 
 func (x *Mutation_DeleteFamily) GetFamily() string {
@@ -3016,7 +3148,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3160,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3173,7 @@ func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteRow.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteRow) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6, 3}
+	return file_tablet_proto_rawDescGZIP(), []int{7, 3}
 }
 
 type MutateRowsRequest_Entry struct {
@@ -3054,7 +3186,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3198,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3211,7 @@ func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest_Entry) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{13, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{14, 0}
 }
 
 func (x *MutateRowsRequest_Entry) GetRow() []byte {
@@ -3111,7 +3243,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3255,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3268,7 @@ func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRequest_Rule.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRequest_Rule) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{16, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{17, 0}
 }
 
 func (x *ReadModifyWriteRequest_Rule) GetFamily() string {
@@ -3204,7 +3336,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3216,7 +3348,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3229,7 +3361,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{22, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{23, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -3259,7 +3391,7 @@ type AggregateResponse_Group struct {
 
 func (x *AggregateResponse_Group) Reset() {
 	*x = AggregateResponse_Group{}
-	mi := &file_tablet_proto_msgTypes[55]
+	mi := &file_tablet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3403,7 @@ func (x *AggregateResponse_Group) String() string {
 func (*AggregateResponse_Group) ProtoMessage() {}
 
 func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[55]
+	mi := &file_tablet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3416,7 @@ func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse_Group.ProtoReflect.Descriptor instead.
 func (*AggregateResponse_Group) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{46, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{47, 0}
 }
 
 func (x *AggregateResponse_Group) GetKey() [][]byte {
@@ -3324,7 +3456,7 @@ type AggregateResponse_AggValue struct {
 
 func (x *AggregateResponse_AggValue) Reset() {
 	*x = AggregateResponse_AggValue{}
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3336,7 +3468,7 @@ func (x *AggregateResponse_AggValue) String() string {
 func (*AggregateResponse_AggValue) ProtoMessage() {}
 
 func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3349,7 +3481,7 @@ func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse_AggValue.ProtoReflect.Descriptor instead.
 func (*AggregateResponse_AggValue) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{46, 1}
+	return file_tablet_proto_rawDescGZIP(), []int{47, 1}
 }
 
 func (x *AggregateResponse_AggValue) GetCount() int64 {
@@ -3384,7 +3516,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"3\n" +
 	"\tTimeRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x03R\x03end\"\x84\x02\n" +
+	"\x03end\x18\x02 \x01(\x03R\x03end\"\xa3\x02\n" +
 	"\x06Filter\x12\x1a\n" +
 	"\bfamilies\x18\x01 \x03(\tR\bfamilies\x12'\n" +
 	"\x0fqualifier_regex\x18\x02 \x01(\tR\x0equalifierRegex\x127\n" +
@@ -3395,7 +3527,17 @@ const file_tablet_proto_rawDesc = "" +
 	"valueRegex\x128\n" +
 	"\n" +
 	"conditions\x18\x06 \x03(\v2\x18.cellar.tablet.ConditionR\n" +
-	"conditions\"\xfc\x01\n" +
+	"conditions\x12\x1d\n" +
+	"\n" +
+	"want_stats\x18\a \x01(\bR\twantStats\"\xb2\x01\n" +
+	"\tReadStats\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\x03R\x04rows\x12\x14\n" +
+	"\x05cells\x18\x02 \x01(\x03R\x05cells\x12\x16\n" +
+	"\x06blocks\x18\x03 \x01(\x03R\x06blocks\x12\x1d\n" +
+	"\n" +
+	"cache_hits\x18\x04 \x01(\x03R\tcacheHits\x12!\n" +
+	"\fbloom_checks\x18\x05 \x01(\x03R\vbloomChecks\x12!\n" +
+	"\fbloom_useful\x18\x06 \x01(\x03R\vbloomUseful\"\xfc\x01\n" +
 	"\tCondition\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
 	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12\x12\n" +
@@ -3437,19 +3579,21 @@ const file_tablet_proto_rawDesc = "" +
 	"\x0eReadRowRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03row\x18\x02 \x01(\fR\x03row\x12-\n" +
-	"\x06filter\x18\x03 \x01(\v2\x15.cellar.tablet.FilterR\x06filter\"M\n" +
+	"\x06filter\x18\x03 \x01(\v2\x15.cellar.tablet.FilterR\x06filter\"}\n" +
 	"\x0fReadRowResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12$\n" +
-	"\x03row\x18\x02 \x01(\v2\x12.cellar.tablet.RowR\x03row\"\xa0\x01\n" +
+	"\x03row\x18\x02 \x01(\v2\x12.cellar.tablet.RowR\x03row\x12.\n" +
+	"\x05stats\x18\x03 \x01(\v2\x18.cellar.tablet.ReadStatsR\x05stats\"\xa0\x01\n" +
 	"\vScanRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12/\n" +
 	"\x06ranges\x18\x02 \x03(\v2\x17.cellar.tablet.RowRangeR\x06ranges\x12-\n" +
 	"\x06filter\x18\x03 \x01(\v2\x15.cellar.tablet.FilterR\x06filter\x12\x1b\n" +
-	"\trow_limit\x18\x04 \x01(\x03R\browLimit\"m\n" +
+	"\trow_limit\x18\x04 \x01(\x03R\browLimit\"\x9d\x01\n" +
 	"\fScanResponse\x12&\n" +
 	"\x04rows\x18\x01 \x03(\v2\x12.cellar.tablet.RowR\x04rows\x12!\n" +
 	"\fresume_after\x18\x02 \x01(\fR\vresumeAfter\x12\x12\n" +
-	"\x04more\x18\x03 \x01(\bR\x04more\"q\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\x12.\n" +
+	"\x05stats\x18\x04 \x01(\v2\x18.cellar.tablet.ReadStatsR\x05stats\"q\n" +
 	"\x10MutateRowRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03row\x18\x02 \x01(\fR\x03row\x125\n" +
@@ -3578,11 +3722,12 @@ const file_tablet_proto_rawDesc = "" +
 	"\x05COUNT\x10\x01\x12\a\n" +
 	"\x03SUM\x10\x02\x12\a\n" +
 	"\x03MIN\x10\x03\x12\a\n" +
-	"\x03MAX\x10\x04\"\xbb\x02\n" +
+	"\x03MAX\x10\x04\"\xeb\x02\n" +
 	"\x11AggregateResponse\x12>\n" +
 	"\x06groups\x18\x01 \x03(\v2&.cellar.tablet.AggregateResponse.GroupR\x06groups\x12!\n" +
 	"\fresume_after\x18\x02 \x01(\fR\vresumeAfter\x12\x12\n" +
-	"\x04more\x18\x03 \x01(\bR\x04more\x1aw\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\x12.\n" +
+	"\x05stats\x18\x04 \x01(\v2\x18.cellar.tablet.ReadStatsR\x05stats\x1aw\n" +
 	"\x05Group\x12\x10\n" +
 	"\x03key\x18\x01 \x03(\fR\x03key\x12\x19\n" +
 	"\bkey_null\x18\x02 \x03(\bR\akeyNull\x12A\n" +
@@ -3624,7 +3769,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_tablet_proto_goTypes = []any{
 	(Condition_Op)(0),                    // 0: cellar.tablet.Condition.Op
 	(AggSpec_Func)(0),                    // 1: cellar.tablet.AggSpec.Func
@@ -3633,139 +3778,143 @@ var file_tablet_proto_goTypes = []any{
 	(*RowRange)(nil),                     // 4: cellar.tablet.RowRange
 	(*TimeRange)(nil),                    // 5: cellar.tablet.TimeRange
 	(*Filter)(nil),                       // 6: cellar.tablet.Filter
-	(*Condition)(nil),                    // 7: cellar.tablet.Condition
-	(*Mutation)(nil),                     // 8: cellar.tablet.Mutation
-	(*ReadRowRequest)(nil),               // 9: cellar.tablet.ReadRowRequest
-	(*ReadRowResponse)(nil),              // 10: cellar.tablet.ReadRowResponse
-	(*ScanRequest)(nil),                  // 11: cellar.tablet.ScanRequest
-	(*ScanResponse)(nil),                 // 12: cellar.tablet.ScanResponse
-	(*MutateRowRequest)(nil),             // 13: cellar.tablet.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 14: cellar.tablet.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 15: cellar.tablet.MutateRowsRequest
-	(*Status)(nil),                       // 16: cellar.tablet.Status
-	(*MutateRowsResponse)(nil),           // 17: cellar.tablet.MutateRowsResponse
-	(*ReadModifyWriteRequest)(nil),       // 18: cellar.tablet.ReadModifyWriteRequest
-	(*ReadModifyWriteResponse)(nil),      // 19: cellar.tablet.ReadModifyWriteResponse
-	(*CheckAndMutateRequest)(nil),        // 20: cellar.tablet.CheckAndMutateRequest
-	(*Expect)(nil),                       // 21: cellar.tablet.Expect
-	(*CheckAndMutateResponse)(nil),       // 22: cellar.tablet.CheckAndMutateResponse
-	(*SampleRowKeysRequest)(nil),         // 23: cellar.tablet.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 24: cellar.tablet.SampleRowKeysResponse
-	(*ListTabletsRequest)(nil),           // 25: cellar.tablet.ListTabletsRequest
-	(*TabletInfo)(nil),                   // 26: cellar.tablet.TabletInfo
-	(*ListTabletsResponse)(nil),          // 27: cellar.tablet.ListTabletsResponse
-	(*CreateTableRequest)(nil),           // 28: cellar.tablet.CreateTableRequest
-	(*CreateTableResponse)(nil),          // 29: cellar.tablet.CreateTableResponse
-	(*LoadTabletRequest)(nil),            // 30: cellar.tablet.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 31: cellar.tablet.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 32: cellar.tablet.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 33: cellar.tablet.UnloadTabletResponse
-	(*PartitionLogRequest)(nil),          // 34: cellar.tablet.PartitionLogRequest
-	(*PartitionLogResponse)(nil),         // 35: cellar.tablet.PartitionLogResponse
-	(*MergeTabletsRequest)(nil),          // 36: cellar.tablet.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),         // 37: cellar.tablet.MergeTabletsResponse
-	(*DropTableRequest)(nil),             // 38: cellar.tablet.DropTableRequest
-	(*DropTableResponse)(nil),            // 39: cellar.tablet.DropTableResponse
-	(*UpdateSchemaRequest)(nil),          // 40: cellar.tablet.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 41: cellar.tablet.UpdateSchemaResponse
-	(*ListFilesRequest)(nil),             // 42: cellar.tablet.ListFilesRequest
-	(*ListFilesResponse)(nil),            // 43: cellar.tablet.ListFilesResponse
-	(*AggregateRequest)(nil),             // 44: cellar.tablet.AggregateRequest
-	(*GroupKey)(nil),                     // 45: cellar.tablet.GroupKey
-	(*ColumnRef)(nil),                    // 46: cellar.tablet.ColumnRef
-	(*AggSpec)(nil),                      // 47: cellar.tablet.AggSpec
-	(*AggregateResponse)(nil),            // 48: cellar.tablet.AggregateResponse
-	(*Mutation_SetCell)(nil),             // 49: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 50: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 51: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 52: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 53: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 54: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 55: cellar.tablet.SampleRowKeysResponse.Sample
-	nil,                                  // 56: cellar.tablet.PartitionLogRequest.RedoEntry
-	(*AggregateResponse_Group)(nil),      // 57: cellar.tablet.AggregateResponse.Group
-	(*AggregateResponse_AggValue)(nil),   // 58: cellar.tablet.AggregateResponse.AggValue
+	(*ReadStats)(nil),                    // 7: cellar.tablet.ReadStats
+	(*Condition)(nil),                    // 8: cellar.tablet.Condition
+	(*Mutation)(nil),                     // 9: cellar.tablet.Mutation
+	(*ReadRowRequest)(nil),               // 10: cellar.tablet.ReadRowRequest
+	(*ReadRowResponse)(nil),              // 11: cellar.tablet.ReadRowResponse
+	(*ScanRequest)(nil),                  // 12: cellar.tablet.ScanRequest
+	(*ScanResponse)(nil),                 // 13: cellar.tablet.ScanResponse
+	(*MutateRowRequest)(nil),             // 14: cellar.tablet.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 15: cellar.tablet.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 16: cellar.tablet.MutateRowsRequest
+	(*Status)(nil),                       // 17: cellar.tablet.Status
+	(*MutateRowsResponse)(nil),           // 18: cellar.tablet.MutateRowsResponse
+	(*ReadModifyWriteRequest)(nil),       // 19: cellar.tablet.ReadModifyWriteRequest
+	(*ReadModifyWriteResponse)(nil),      // 20: cellar.tablet.ReadModifyWriteResponse
+	(*CheckAndMutateRequest)(nil),        // 21: cellar.tablet.CheckAndMutateRequest
+	(*Expect)(nil),                       // 22: cellar.tablet.Expect
+	(*CheckAndMutateResponse)(nil),       // 23: cellar.tablet.CheckAndMutateResponse
+	(*SampleRowKeysRequest)(nil),         // 24: cellar.tablet.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 25: cellar.tablet.SampleRowKeysResponse
+	(*ListTabletsRequest)(nil),           // 26: cellar.tablet.ListTabletsRequest
+	(*TabletInfo)(nil),                   // 27: cellar.tablet.TabletInfo
+	(*ListTabletsResponse)(nil),          // 28: cellar.tablet.ListTabletsResponse
+	(*CreateTableRequest)(nil),           // 29: cellar.tablet.CreateTableRequest
+	(*CreateTableResponse)(nil),          // 30: cellar.tablet.CreateTableResponse
+	(*LoadTabletRequest)(nil),            // 31: cellar.tablet.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 32: cellar.tablet.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 33: cellar.tablet.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 34: cellar.tablet.UnloadTabletResponse
+	(*PartitionLogRequest)(nil),          // 35: cellar.tablet.PartitionLogRequest
+	(*PartitionLogResponse)(nil),         // 36: cellar.tablet.PartitionLogResponse
+	(*MergeTabletsRequest)(nil),          // 37: cellar.tablet.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 38: cellar.tablet.MergeTabletsResponse
+	(*DropTableRequest)(nil),             // 39: cellar.tablet.DropTableRequest
+	(*DropTableResponse)(nil),            // 40: cellar.tablet.DropTableResponse
+	(*UpdateSchemaRequest)(nil),          // 41: cellar.tablet.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 42: cellar.tablet.UpdateSchemaResponse
+	(*ListFilesRequest)(nil),             // 43: cellar.tablet.ListFilesRequest
+	(*ListFilesResponse)(nil),            // 44: cellar.tablet.ListFilesResponse
+	(*AggregateRequest)(nil),             // 45: cellar.tablet.AggregateRequest
+	(*GroupKey)(nil),                     // 46: cellar.tablet.GroupKey
+	(*ColumnRef)(nil),                    // 47: cellar.tablet.ColumnRef
+	(*AggSpec)(nil),                      // 48: cellar.tablet.AggSpec
+	(*AggregateResponse)(nil),            // 49: cellar.tablet.AggregateResponse
+	(*Mutation_SetCell)(nil),             // 50: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 51: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 52: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 53: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 54: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 55: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 56: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 57: cellar.tablet.PartitionLogRequest.RedoEntry
+	(*AggregateResponse_Group)(nil),      // 58: cellar.tablet.AggregateResponse.Group
+	(*AggregateResponse_AggValue)(nil),   // 59: cellar.tablet.AggregateResponse.AggValue
 }
 var file_tablet_proto_depIdxs = []int32{
 	2,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
 	5,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
-	7,  // 2: cellar.tablet.Filter.conditions:type_name -> cellar.tablet.Condition
+	8,  // 2: cellar.tablet.Filter.conditions:type_name -> cellar.tablet.Condition
 	0,  // 3: cellar.tablet.Condition.op:type_name -> cellar.tablet.Condition.Op
-	49, // 4: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	50, // 5: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	51, // 6: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	52, // 7: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	50, // 4: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	51, // 5: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	52, // 6: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	53, // 7: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
 	6,  // 8: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
 	3,  // 9: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
-	4,  // 10: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
-	6,  // 11: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
-	3,  // 12: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
-	8,  // 13: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	53, // 14: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
-	16, // 15: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	54, // 16: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
-	2,  // 17: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
-	6,  // 18: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
-	8,  // 19: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
-	8,  // 20: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
-	21, // 21: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
-	55, // 22: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
-	4,  // 23: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
-	26, // 24: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	26, // 25: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	26, // 26: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	56, // 27: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
-	26, // 28: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	4,  // 29: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
-	6,  // 30: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
-	45, // 31: cellar.tablet.AggregateRequest.group_by:type_name -> cellar.tablet.GroupKey
-	47, // 32: cellar.tablet.AggregateRequest.aggs:type_name -> cellar.tablet.AggSpec
-	46, // 33: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
-	1,  // 34: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
-	46, // 35: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
-	57, // 36: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
-	5,  // 37: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	8,  // 38: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	58, // 39: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
-	9,  // 40: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	11, // 41: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	13, // 42: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	15, // 43: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	18, // 44: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	20, // 45: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	23, // 46: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	25, // 47: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	28, // 48: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
-	30, // 49: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
-	32, // 50: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
-	34, // 51: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
-	36, // 52: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
-	38, // 53: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
-	40, // 54: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
-	42, // 55: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
-	44, // 56: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
-	10, // 57: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	12, // 58: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	14, // 59: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	17, // 60: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	19, // 61: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	22, // 62: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	24, // 63: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	27, // 64: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	29, // 65: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	31, // 66: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
-	33, // 67: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
-	35, // 68: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
-	37, // 69: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
-	39, // 70: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
-	41, // 71: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
-	43, // 72: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
-	48, // 73: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
-	57, // [57:74] is the sub-list for method output_type
-	40, // [40:57] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	7,  // 10: cellar.tablet.ReadRowResponse.stats:type_name -> cellar.tablet.ReadStats
+	4,  // 11: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
+	6,  // 12: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
+	3,  // 13: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
+	7,  // 14: cellar.tablet.ScanResponse.stats:type_name -> cellar.tablet.ReadStats
+	9,  // 15: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
+	54, // 16: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	17, // 17: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
+	55, // 18: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	2,  // 19: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
+	6,  // 20: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
+	9,  // 21: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
+	9,  // 22: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
+	22, // 23: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
+	56, // 24: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	4,  // 25: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
+	27, // 26: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	27, // 27: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	27, // 28: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	57, // 29: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	27, // 30: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	4,  // 31: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
+	6,  // 32: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
+	46, // 33: cellar.tablet.AggregateRequest.group_by:type_name -> cellar.tablet.GroupKey
+	48, // 34: cellar.tablet.AggregateRequest.aggs:type_name -> cellar.tablet.AggSpec
+	47, // 35: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
+	1,  // 36: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
+	47, // 37: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
+	58, // 38: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
+	7,  // 39: cellar.tablet.AggregateResponse.stats:type_name -> cellar.tablet.ReadStats
+	5,  // 40: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	9,  // 41: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	59, // 42: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
+	10, // 43: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	12, // 44: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	14, // 45: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	16, // 46: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	19, // 47: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	21, // 48: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	24, // 49: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	26, // 50: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	29, // 51: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	31, // 52: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
+	33, // 53: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
+	35, // 54: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
+	37, // 55: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
+	39, // 56: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
+	41, // 57: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
+	43, // 58: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
+	45, // 59: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
+	11, // 60: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	13, // 61: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	15, // 62: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	18, // 63: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	20, // 64: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	23, // 65: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	25, // 66: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	28, // 67: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	30, // 68: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	32, // 69: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	34, // 70: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	36, // 71: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	38, // 72: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	40, // 73: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	42, // 74: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	44, // 75: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
+	49, // 76: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
+	60, // [60:77] is the sub-list for method output_type
+	43, // [43:60] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -3773,17 +3922,17 @@ func file_tablet_proto_init() {
 	if File_tablet_proto != nil {
 		return
 	}
-	file_tablet_proto_msgTypes[6].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[7].OneofWrappers = []any{
 		(*Mutation_SetCell_)(nil),
 		(*Mutation_DeleteColumn_)(nil),
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[43].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[44].OneofWrappers = []any{
 		(*GroupKey_RowKey)(nil),
 		(*GroupKey_Column)(nil),
 	}
-	file_tablet_proto_msgTypes[52].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[53].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -3793,7 +3942,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   57,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/kv/tablet"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
 
@@ -276,12 +277,13 @@ func (s *Server) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.A
 		ranges = []*pb.RowRange{{}}
 	}
 	a := &aggregator{p: p, groups: map[string]*aggGroup{}}
+	var st tablet.ReadStats
 	deadline := time.Now().Add(aggBudget)
 	rows := 0
 	var last []byte // the last row folded in
 	stopped := false
 	for _, r := range ranges {
-		sc := s.opts.Store.Scan(ctx, req.Table, model.RowRange{Start: r.Start, End: r.End}, p.filter.read)
+		sc := s.opts.Store.Scan(ctx, req.Table, model.RowRange{Start: r.Start, End: r.End}, p.filter.withStats(&st))
 		for sc.Next() {
 			if rows > 0 && (rows >= aggMaxRows || len(a.order) >= aggMaxGroups || (rows%256 == 0 && time.Now().After(deadline))) {
 				stopped = true
@@ -314,6 +316,7 @@ func (s *Server) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.A
 		return nil, err
 	}
 	out := a.response()
+	out.Stats = p.filter.statsProto(&st)
 	if stopped {
 		out.More, out.ResumeAfter = true, bytes.Clone(last)
 	}

@@ -92,6 +92,28 @@ type filter struct {
 	// asked, if set, is the families the filter asked for, when the read
 	// takes more (for the conditions): their cells are dropped after.
 	asked map[string]bool
+	// wantStats asks for the read's statistics in the response.
+	wantStats bool
+}
+
+// withStats returns the read options of a read that counts into st if the
+// filter wants statistics, else f's as they are.
+func (f filter) withStats(st *tablet.ReadStats) tablet.ReadOptions {
+	opts := f.read
+	if f.wantStats {
+		opts.Stats = st
+	}
+	return opts
+}
+
+// statsProto is the response's stats: st if the filter wants them, else
+// nil.
+func (f filter) statsProto(st *tablet.ReadStats) *pb.ReadStats {
+	if !f.wantStats {
+		return nil
+	}
+	return &pb.ReadStats{Rows: st.Rows, Cells: st.Cells, Blocks: st.Blocks, CacheHits: st.CacheHits,
+		BloomChecks: st.BloomChecks, BloomUseful: st.BloomUseful}
 }
 
 func compileFilter(f *pb.Filter) (filter, error) {
@@ -112,6 +134,7 @@ func compileFilter(f *pb.Filter) (filter, error) {
 		return out, invalid("filter: max_versions %d is negative", f.MaxVersions)
 	}
 	out.read.MaxVersions = int(f.MaxVersions)
+	out.wantStats = f.WantStats
 	var err error
 	if f.QualifierRegex != "" {
 		if out.qualifier, err = regexp.Compile(`^(?:` + f.QualifierRegex + `)$`); err != nil {
@@ -233,22 +256,24 @@ func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadR
 	if err != nil {
 		return nil, err
 	}
-	row, found, err := s.opts.Store.ReadRow(ctx, req.Table, req.Row, f.read)
+	var st tablet.ReadStats
+	row, found, err := s.opts.Store.ReadRow(ctx, req.Table, req.Row, f.withStats(&st))
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	if err := s.serving(); err != nil {
 		return nil, err // the lock went during the read: its answer may be stale
 	}
-	cells := f.cells(row.Cells)
-	if !found || len(cells) == 0 {
-		return &pb.ReadRowResponse{}, nil
+	out := &pb.ReadRowResponse{Stats: f.statsProto(&st)}
+	if cells := f.cells(row.Cells); found && len(cells) > 0 {
+		out.Found, out.Row = true, rowToProto(row, cells)
 	}
-	return &pb.ReadRowResponse{Found: true, Row: rowToProto(row, cells)}, nil
+	return out, nil
 }
 
 // Scan streams the rows of the ranges, which must be in order and must
-// not overlap.
+// not overlap. If the filter wants statistics, the call's come on its
+// last message, which it then always sends.
 func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) error {
 	if err := s.serving(); err != nil {
 		return err
@@ -279,6 +304,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	stopped := false
 	var batch []*pb.Row
 	size := 0
+	var st tablet.ReadStats
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -291,7 +317,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		return err
 	}
 	for _, r := range ranges {
-		opts := f.read
+		opts := f.withStats(&st)
 		if req.RowLimit > 0 && !f.dropsRows() {
 			opts.Limit = int(req.RowLimit - sent)
 		}
@@ -343,9 +369,15 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		if err := s.serving(); err != nil {
 			return err
 		}
-		return stream.Send(&pb.ScanResponse{Rows: batch, ResumeAfter: bytes.Clone(last), More: true})
+		return stream.Send(&pb.ScanResponse{Rows: batch, ResumeAfter: bytes.Clone(last), More: true, Stats: f.statsProto(&st)})
 	}
-	return flush()
+	if !f.wantStats {
+		return flush()
+	}
+	if err := s.serving(); err != nil {
+		return err
+	}
+	return stream.Send(&pb.ScanResponse{Rows: batch, Stats: f.statsProto(&st)})
 }
 
 // MutateRow applies mutations to one row atomically.
