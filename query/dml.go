@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -690,7 +691,7 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 		// Rows are independent writes; outside a transaction, and
 		// without RETURNING (whose rows come in order), many are in
 		// flight at once.
-		par := newParallel(ctx, s.txw == nil && ret == nil)
+		par := newParallel(ctx, s.txw == nil && ret == nil && (query != nil || len(values) > 1))
 		for {
 			in, err := next()
 			if err == io.EOF {
@@ -907,6 +908,12 @@ func (s *Session) insertRow(ctx context.Context, t *target, w rowWrite, m insert
 		if err != nil {
 			return false, nil, err
 		}
+		if sameMutations(updateMuts, insertMuts) {
+			// SET writes exactly what the insert would (v = excluded.v
+			// for every column given): both branches end in the same
+			// row, so the write needs no read.
+			return true, w.vals, kvError(kv.Apply(ctx, t.name, &model.RowMutation{Row: key, Mutations: insertMuts}), true)
+		}
 		_, err = kv.CompareAndMutate(ctx, t.name, key, nil, updateMuts, insertMuts)
 		return err == nil, w.vals, kvError(err, true)
 	}
@@ -1092,4 +1099,19 @@ func (p *parallel) do(f func() (bool, error)) error {
 func (p *parallel) wait() (int, error) {
 	p.wg.Wait()
 	return p.n, p.err
+}
+
+// sameMutations reports whether two mutation lists write the same.
+func sameMutations(a, b []model.Mutation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Kind != y.Kind || x.Family != y.Family || !bytes.Equal(x.Qualifier, y.Qualifier) || x.Timestamp != y.Timestamp ||
+			!bytes.Equal(x.Value, y.Value) || x.Range != y.Range {
+			return false
+		}
+	}
+	return true
 }
