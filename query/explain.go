@@ -49,6 +49,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 			return nil, err
 		}
 		st.Params = q.plan.Params()
+		q.cat.analyze = analyze
 		if p.asOf != "" {
 			if asOf, st.Params, err = s.asOfTime(p.asOf, st.Params); err != nil {
 				return nil, err

@@ -44,9 +44,30 @@ type ReadFilter struct {
 	// Conditions must all hold for a row to be read; they run on the
 	// tablet servers (pushdown.go).
 	Conditions []model.Condition
+	// Stats, if set, gathers the tablet servers' read statistics
+	// (EXPLAIN ANALYZE): a read adds its own when it ends.
+	Stats *ReadStats
 }
 
-// RowIterator streams rows in key order.
+// ReadStats are what reads cost on the tablet servers: rows and cells
+// examined, SSTable blocks read from files and served from the block
+// cache, and bloom filters checked and how many ruled a file out.
+type ReadStats struct {
+	Rows, Cells, Blocks, CacheHits, BloomChecks, BloomUseful int64
+}
+
+// Add adds o to s.
+func (s *ReadStats) Add(o ReadStats) {
+	s.Rows += o.Rows
+	s.Cells += o.Cells
+	s.Blocks += o.Blocks
+	s.CacheHits += o.CacheHits
+	s.BloomChecks += o.BloomChecks
+	s.BloomUseful += o.BloomUseful
+}
+
+// RowIterator streams rows in key order. One its reader stops early may
+// implement Close() to report its statistics.
 type RowIterator interface {
 	Next() bool
 	Row() model.Row

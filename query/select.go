@@ -45,8 +45,11 @@ type stmtCatalog struct {
 	extra map[string][]catalog.Column
 	// asOf, if not 0, is the time (µs) the statement reads its tables
 	// at (AS OF TIMESTAMP); set before each execution.
-	asOf   int64
-	user   []*tableRel
+	asOf int64
+	// analyze: EXPLAIN ANALYZE, so reads gather the tablet servers'
+	// statistics.
+	analyze bool
+	user    []*tableRel
 	params []uint32
 }
 

@@ -30,6 +30,8 @@ type tableRel struct {
 	// of key predicates; set once the statement is prepared.
 	params *[]uint32
 	terms  map[*pg.Node]*pgeval.Expr
+	// stats sums the reads' statistics under EXPLAIN ANALYZE.
+	stats ReadStats
 }
 
 func (r *tableRel) Columns() []pgtypes.Column { return r.codec.columns() }
@@ -44,6 +46,9 @@ func (r *tableRel) filter() ReadFilter {
 	f := ReadFilter{MaxVersions: 1}
 	if r.cat != nil && r.cat.asOf != 0 {
 		f.TimeRange = model.TimeRange{End: r.cat.asOf + 1}
+	}
+	if r.cat != nil && r.cat.analyze {
+		f.Stats = &r.stats
 	}
 	return f
 }
@@ -268,6 +273,11 @@ func (r *tableRel) Explain(req pgeval.ScanRequest) []string {
 	if r.cat != nil && r.cat.asOf != 0 {
 		out = append(out, fmt.Sprintf("  As of: %d µs", r.cat.asOf))
 	}
+	if r.cat != nil && r.cat.analyze {
+		st := r.stats
+		out = append(out, fmt.Sprintf("  Tablet servers read: %d rows, %d cells; %d blocks from files, %d from the block cache; bloom filters checked %d, ruled out %d",
+			st.Rows, st.Cells, st.Blocks, st.CacheHits, st.BloomChecks, st.BloomUseful))
+	}
 	return out
 }
 
@@ -372,6 +382,7 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 			}
 			return t.buf.overlay(row), true, nil
 		default:
+			t.Close()
 			t.it = nil
 		}
 	}
@@ -385,7 +396,12 @@ func (t *tableRows) recheckNeed() []bool {
 	return t.need
 }
 
-func (t *tableRows) Close() {}
+// Close lets an iterator stopped early report what it read.
+func (t *tableRows) Close() {
+	if c, ok := t.it.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
 
 // families is the projection pushed to the scan: with a condition that
 // needs a cell of its column, every row read has one in that column's

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,13 @@ func TestSQLAndNativeShareTables(t *testing.T) {
 	res = exec(`SELECT count(*), sum("c:n"), max("c:n") FROM counters WHERE "c:n" >= 5`)
 	if len(res.Rows) != 1 || res.Rows[0][0] != int64(26) {
 		t.Fatalf("aggregate: %v", res.Rows)
+	}
+	// EXPLAIN ANALYZE reports what the tablet servers read.
+	var plan []string
+	for _, r := range exec(`EXPLAIN ANALYZE SELECT "c:n" FROM counters WHERE _key = 'hits'`).Rows {
+		plan = append(plan, r[0].(string))
+	}
+	if !strings.Contains(strings.Join(plan, "\n"), "Tablet servers read: 1 rows, 2 cells") {
+		t.Fatalf("EXPLAIN ANALYZE:\n%s", strings.Join(plan, "\n"))
 	}
 }

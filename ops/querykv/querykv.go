@@ -165,18 +165,55 @@ func (k *KV) CompareAndMutate(ctx context.Context, table string, row []byte, exp
 	return ok, classify(err)
 }
 
+// filter is a kv/client filter for f.
+func filter(f query.ReadFilter) kvclient.Filter {
+	return kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions, WantStats: f.Stats != nil}
+}
+
+func addStats(dst *query.ReadStats, s kvclient.ReadStats) {
+	if dst != nil {
+		dst.Add(query.ReadStats(s))
+	}
+}
+
 func (k *KV) ReadRow(ctx context.Context, table string, row []byte, f query.ReadFilter) (model.Row, bool, error) {
-	r, found, err := k.Client.ReadRow(ctx, table, row, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions})
+	r, found, st, err := k.Client.ReadRowStats(ctx, table, row, filter(f))
+	addStats(f.Stats, st)
 	return r, found, classify(err)
 }
 
 func (k *KV) Scan(ctx context.Context, table string, rng model.RowRange, f query.ReadFilter, limit int64) query.RowIterator {
-	return scanner{k.Client.Scan(ctx, table, rng, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions}, limit)}
+	return &scanner{Scanner: k.Client.Scan(ctx, table, rng, filter(f), limit), stats: f.Stats}
 }
 
-type scanner struct{ *kvclient.Scanner }
+// scanner adds its statistics to the filter's once it ends.
+type scanner struct {
+	*kvclient.Scanner
+	stats *query.ReadStats
+	ended bool
+}
 
-func (s scanner) Err() error { return classify(s.Scanner.Err()) }
+func (s *scanner) Next() bool {
+	if s.Scanner.Next() {
+		return true
+	}
+	if !s.ended {
+		s.ended = true
+		addStats(s.stats, s.Scanner.Stats())
+	}
+	return false
+}
+
+func (s *scanner) Err() error { return classify(s.Scanner.Err()) }
+
+// Close ends a scan its reader stopped early (a LIMIT), adding the
+// statistics of what was read so far.
+func (s *scanner) Close() {
+	if !s.ended {
+		s.ended = true
+		addStats(s.stats, s.Scanner.Stats())
+	}
+}
 
 func (k *KV) Aggregate(ctx context.Context, table string, rng model.RowRange, f query.ReadFilter, spec query.AggregateSpec) ([]query.AggGroup, error) {
 	col := func(c query.AggColumn) kvclient.ColumnRef {
@@ -189,7 +226,12 @@ func (k *KV) Aggregate(ctx context.Context, table string, rng model.RowRange, f 
 	for _, a := range spec.Aggs {
 		cs.Aggs = append(cs.Aggs, kvclient.AggSpec{Func: kvclient.AggFunc(a.Func), Column: col(a.Column)})
 	}
-	groups, err := k.Client.Aggregate(ctx, table, rng, kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions}, cs)
+	var st kvclient.ReadStats
+	if f.Stats != nil {
+		cs.Stats = &st
+	}
+	groups, err := k.Client.Aggregate(ctx, table, rng, filter(f), cs)
+	addStats(f.Stats, st)
 	if err != nil {
 		return nil, classify(err)
 	}
