@@ -106,9 +106,9 @@ func (s *Session) Setting(name string) (string, bool) {
 // not been sent yet (all of them at first), by PostgreSQL's names.
 func (s *Session) ReportChanges() [][2]string {
 	var out [][2]string
-	for _, k := range s.set.names() {
+	for _, k := range s.set.reported {
 		st := s.set.byName[k]
-		if v, sent := s.reported[st.name]; st.report && (!sent || v != st.value) {
+		if v, sent := s.reported[st.name]; !sent || v != st.value {
 			s.reported[st.name] = st.value
 			out = append(out, [2]string{st.name, st.value})
 		}

@@ -165,6 +165,9 @@ func ParseDuration(v string) (time.Duration, error) {
 // settings holds a session's settings, by lower-case name.
 type settings struct {
 	byName map[string]*setting
+	// reported are the names of the reported settings, sorted: every
+	// statement's ReportChanges walks them (the set never changes).
+	reported []string
 }
 
 func newSettings(user string, superuser bool) settings {
@@ -172,13 +175,17 @@ func newSettings(user string, superuser bool) settings {
 	for _, d := range defaultSettings(user, superuser) {
 		d := d
 		s.byName[strings.ToLower(d.name)] = &d
+		if d.report {
+			s.reported = append(s.reported, strings.ToLower(d.name))
+		}
 	}
+	sort.Strings(s.reported)
 	s.bind()
 	return s
 }
 
 func (s settings) clone() settings {
-	c := settings{byName: make(map[string]*setting, len(s.byName))}
+	c := settings{byName: make(map[string]*setting, len(s.byName)), reported: s.reported}
 	for k, v := range s.byName {
 		cp := *v
 		c.byName[k] = &cp

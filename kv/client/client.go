@@ -82,6 +82,7 @@ type Client struct {
 	root  string                // cached root location; "" when unknown
 	cache map[string][]location // by table, sorted by end (the last tablet last)
 	conns map[string]*grpc.ClientConn
+	stubs map[string]pb.TabletServerClient // by address, over conns
 }
 
 // location is a cached tablet location.
@@ -120,12 +121,16 @@ func (c *Client) Close() error {
 		errs = append(errs, cc.Close())
 	}
 	c.conns = map[string]*grpc.ClientConn{}
+	c.stubs = nil
 	return errors.Join(errs...)
 }
 
 func (c *Client) stub(addr string) (pb.TabletServerClient, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if st, ok := c.stubs[addr]; ok {
+		return st, nil
+	}
 	cc := c.conns[addr]
 	if cc == nil {
 		var err error
@@ -135,12 +140,17 @@ func (c *Client) stub(addr string) (pb.TabletServerClient, error) {
 		}
 		c.conns[addr] = cc
 	}
+	var st pb.TabletServerClient = pb.NewTabletServerClient(cc)
 	if c.opts.Local != nil {
 		if srv, ok := c.opts.Local(addr); ok {
-			return localStub{TabletServerClient: pb.NewTabletServerClient(cc), srv: srv}, nil
+			st = localStub{TabletServerClient: st, srv: srv}
 		}
 	}
-	return pb.NewTabletServerClient(cc), nil
+	if c.stubs == nil {
+		c.stubs = map[string]pb.TabletServerClient{}
+	}
+	c.stubs[addr] = st
+	return st, nil
 }
 
 // retryable tells whether err may go away once the location is looked up
@@ -167,16 +177,26 @@ func (c *Client) do(ctx context.Context, table string, row []byte, op func(conte
 	}
 	backoff := c.opts.MinBackoff
 	for {
-		actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
-		loc, err := c.locate(actx, table, row)
-		cancel()
-		err = c.attemptError(ctx, err)
+		loc, ok := c.cached(table, row)
+		var err error
+		if !ok {
+			actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+			loc, err = c.locate(actx, table, row)
+			cancel()
+			err = c.attemptError(ctx, err)
+		}
 		if err == nil {
 			var cli pb.TabletServerClient
 			if cli, err = c.stub(loc.addr); err == nil {
-				actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
-				err = c.attemptError(ctx, op(actx, cli, loc))
-				cancel()
+				if _, local := cli.(localStub); local {
+					// In-process: no network to wait on, so no
+					// attempt deadline (the caller's still applies).
+					err = op(ctx, cli, loc)
+				} else {
+					actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+					err = c.attemptError(ctx, op(actx, cli, loc))
+					cancel()
+				}
 			}
 			if err == nil || !retryable(err) {
 				return err
