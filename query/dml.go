@@ -196,12 +196,17 @@ func (x *exprs) compileFor(n *pg.Node, col catalog.Column) (*pgeval.Expr, error)
 	if n.GetParamRef() != nil {
 		return x.compile(n, to) // a parameter takes the column's type
 	}
-	// The value's own type, without fixing any parameter's.
-	natural, err := pgeval.CompileExpr(n, x.t.scope, x.s.env(nil), x.params)
-	if err != nil {
-		return nil, err
+	// The value's own type, without fixing any parameter's (a constant's
+	// is known without compiling it: a multi-row VALUES has many).
+	from, ok := constOID(n)
+	if !ok {
+		natural, err := pgeval.CompileExpr(n, x.t.scope, x.s.env(nil), x.params)
+		if err != nil {
+			return nil, err
+		}
+		from = natural.OID()
 	}
-	if from := natural.OID(); !assignable(from, to) {
+	if !assignable(from, to) {
 		return nil, sqlstate.Errorf(sqlstate.CodeDatatypeMismatch, "column %q is of type %s but expression is of type %s", col.Name, pgtypes.TypeName(to), pgtypes.TypeName(from))
 	}
 	return x.compile(n, to)
@@ -1114,4 +1119,20 @@ func sameMutations(a, b []model.Mutation) bool {
 		}
 	}
 	return true
+}
+
+// constOID is the type PostgreSQL gives a literal.
+func constOID(n *pg.Node) (uint32, bool) {
+	c := n.GetAConst()
+	switch {
+	case c == nil:
+		return 0, false
+	case c.Isnull, c.GetSval() != nil:
+		return pgtypes.OIDUnknown, true
+	case c.GetIval() != nil:
+		return pgtypes.OIDInt4, true
+	case c.GetBoolval() != nil:
+		return pgtypes.OIDBool, true
+	}
+	return 0, false // a float or bit string: let the evaluator say
 }

@@ -40,10 +40,15 @@ type piece struct {
 	asOf string
 	// explainUpsert: EXPLAIN of an UPSERT (text has INSERT in its place).
 	explainUpsert bool
+	// maybeAsOf: the statement has AS OF TIMESTAMP tokens.
+	maybeAsOf bool
 }
 
 // split divides a query string into statements, classified.
 func split(sql string) ([]piece, error) {
+	if p, ok := single(sql); ok {
+		return []piece{p}, nil
+	}
 	sc, err := pg.Scan(sql)
 	if err != nil {
 		return nil, syntaxError(err)
@@ -52,10 +57,13 @@ func split(sql string) ([]piece, error) {
 	start, depth := -1, 0
 	var first []string
 	upsertAt := -1 // EXPLAIN's UPSERT
+	asOf := false
+	var prev [2]pg.Token
 	flush := func(end int) {
 		if start >= 0 {
 			p := piece{text: strings.TrimSpace(sql[start:end]), offset: utf8.RuneCountInString(sql[:start])}
 			p.kind, p.upsert = classify(first)
+			p.maybeAsOf = asOf
 			if upsertAt >= 0 && p.kind == kindPG {
 				// EXPLAIN [options] UPSERT: read it as INSERT (same
 				// length, so positions stay right).
@@ -65,7 +73,7 @@ func split(sql string) ([]piece, error) {
 			}
 			out = append(out, p)
 		}
-		start, first, upsertAt = -1, nil, -1
+		start, first, upsertAt, asOf = -1, nil, -1, false
 	}
 	for _, t := range sc.Tokens {
 		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
@@ -87,6 +95,10 @@ func split(sql string) ([]piece, error) {
 			start = int(t.Start)
 		}
 		word := strings.ToLower(sql[t.Start:t.End])
+		if prev[0] == pg.Token_AS && prev[1] == pg.Token_OF && word == "timestamp" {
+			asOf = true
+		}
+		prev[0], prev[1] = prev[1], t.Token
 		if len(first) > 0 && first[0] == "explain" && word == "upsert" && upsertAt < 0 && depth == 0 {
 			upsertAt = int(t.Start)
 		}
@@ -96,6 +108,51 @@ func split(sql string) ([]piece, error) {
 	}
 	flush(len(sql))
 	return out, nil
+}
+
+// single is split's fast path for the common string: one statement with
+// no semicolon but a trailing one, starting with plain words. It reads
+// the first words itself instead of running PostgreSQL's lexer over what
+// may be a large multi-row INSERT (the grammar reads it next anyway).
+func single(sql string) (piece, bool) {
+	body := strings.TrimRight(sql, " \t\r\n")
+	body = strings.TrimSuffix(body, ";")
+	start := len(sql) - len(strings.TrimLeft(sql, " \t\r\n"))
+	if strings.ContainsAny(body, ";") || start >= len(body) {
+		return piece{}, false
+	}
+	var words []string
+	rest := body[start:]
+	for len(words) < 3 {
+		rest = strings.TrimLeft(rest, " \t\r\n")
+		n := 0
+		for n < len(rest) && (rest[n] == '_' || rest[n] >= 'a' && rest[n] <= 'z' || rest[n] >= 'A' && rest[n] <= 'Z' || n > 0 && rest[n] >= '0' && rest[n] <= '9') {
+			n++
+		}
+		if n == 0 {
+			break
+		}
+		words = append(words, strings.ToLower(rest[:n]))
+		rest = rest[n:]
+	}
+	if len(words) == 0 || strings.HasPrefix(body[start:], "--") || strings.HasPrefix(body[start:], "/*") ||
+		(words[0] == "explain" && containsFold(body, "upsert")) {
+		return piece{}, false
+	}
+	p := piece{text: strings.TrimSpace(body), offset: utf8.RuneCountInString(sql[:start])}
+	p.kind, p.upsert = classify(words)
+	p.maybeAsOf = containsFold(body, "as of")
+	return p, true
+}
+
+// containsFold reports whether s contains sub, ignoring ASCII case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // Statement kinds by grammar.
@@ -135,10 +192,12 @@ func parsePiece(p *piece) (*pg.Node, error) {
 		return nil, nil
 	}
 	text := p.text
-	if asOf, rest, err := cutAsOf(text); err != nil {
-		return nil, shiftPosition(err, p.offset)
-	} else if asOf != "" {
-		text, p.asOf = rest, asOf
+	if p.maybeAsOf {
+		if asOf, rest, err := cutAsOf(text); err != nil {
+			return nil, shiftPosition(err, p.offset)
+		} else if asOf != "" {
+			text, p.asOf = rest, asOf
+		}
 	}
 	if p.upsert {
 		// Same length, so positions stay right.
