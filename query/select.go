@@ -50,7 +50,7 @@ type stmtCatalog struct {
 	// statistics.
 	analyze bool
 	user    []*tableRel
-	params []uint32
+	params  []uint32
 }
 
 func (c *stmtCatalog) Relation(ctx context.Context, schema, name string) (pgeval.Relation, error) {
