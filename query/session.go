@@ -95,7 +95,10 @@ func (s *Session) TxStatus() TxStatus { return s.tx }
 
 // Setting returns a setting's value.
 func (s *Session) Setting(name string) (string, bool) {
-	st, ok := s.set.byName[strings.ToLower(name)]
+	st, ok := s.set.byName[name] // names are mostly asked for in lower case
+	if !ok {
+		st, ok = s.set.byName[strings.ToLower(name)]
+	}
 	if !ok {
 		return "", false
 	}

@@ -40,13 +40,13 @@ func StyleFrom(setting func(name string) (string, bool)) Style {
 	if setting == nil {
 		return st
 	}
-	if v, ok := setting("DateStyle"); ok && v != "" {
+	if v, ok := setting("datestyle"); ok && v != "" {
 		st.DateStyle = v
 	}
-	if v, ok := setting("TimeZone"); ok && v != "" {
+	if v, ok := setting("timezone"); ok && v != "" {
 		st.TimeZone = v
 	}
-	if v, ok := setting("IntervalStyle"); ok && v != "" {
+	if v, ok := setting("intervalstyle"); ok && v != "" {
 		st.IntervalStyle = v
 	}
 	if v, ok := setting("extra_float_digits"); ok && v != "" && v != "1" {
