@@ -19,7 +19,7 @@ import (
 // explained by the scan that finds their rows.
 
 func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStmt, paramOIDs []uint32) (*Statement, error) {
-	analyze := false
+	analyze, verbose := false, false
 	for _, o := range ex.Options {
 		d := o.GetDefElem()
 		if d == nil {
@@ -28,7 +28,9 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 		switch strings.ToLower(d.Defname) {
 		case "analyze":
 			analyze = d.Arg == nil || defTrue(d.Arg)
-		case "verbose", "costs", "buffers", "timing", "summary", "settings", "wal":
+		case "verbose":
+			verbose = d.Arg == nil || defTrue(d.Arg)
+		case "costs", "buffers", "timing", "summary", "settings", "wal":
 		case "format":
 			if v := strings.ToLower(d.Arg.GetString_().GetSval()); v != "" && v != "text" {
 				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "EXPLAIN (FORMAT %s) is not supported; the format is text", strings.ToUpper(v))
@@ -49,7 +51,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 			return nil, err
 		}
 		st.Params = q.plan.Params()
-		q.cat.analyze = analyze
+		q.cat.analyze, q.cat.verbose = analyze, verbose
 		if p.asOf != "" {
 			if asOf, st.Params, err = s.asOfTime(p.asOf, st.Params); err != nil {
 				return nil, err

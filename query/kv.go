@@ -27,12 +27,21 @@ type KV interface {
 	CompareAndMutate(ctx context.Context, table string, row []byte, expects []model.Expect, ifTrue, ifFalse []model.Mutation) (bool, error)
 	// ReadRow reads one row; found is false if it has no cell in f.
 	ReadRow(ctx context.Context, table string, row []byte, f ReadFilter) (model.Row, bool, error)
+	// Tablets lists the tablets that hold rng: where each starts and
+	// ends, and the server that serves it.
+	Tablets(ctx context.Context, table string, rng model.RowRange) ([]Tablet, error)
 	// Aggregate groups the rows of rng that pass f and aggregates them on
 	// the tablet servers (aggpush.go).
 	Aggregate(ctx context.Context, table string, rng model.RowRange, f ReadFilter, spec AggregateSpec) ([]AggGroup, error)
 	// Scan returns the rows of rng (an empty End: to the table's end),
 	// at most limit of them (0: all), each with its cells in f.
 	Scan(ctx context.Context, table string, rng model.RowRange, f ReadFilter, limit int64) RowIterator
+}
+
+// Tablet is one tablet of a table, for EXPLAIN.
+type Tablet struct {
+	Start, End []byte
+	Server     string
 }
 
 // ReadFilter selects the cells a read returns.

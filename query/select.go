@@ -49,6 +49,8 @@ type stmtCatalog struct {
 	// analyze: EXPLAIN ANALYZE, so reads gather the tablet servers'
 	// statistics.
 	analyze bool
+	// verbose: EXPLAIN (VERBOSE), which names each tablet's server.
+	verbose bool
 	user    []*tableRel
 	params  []uint32
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -262,6 +263,9 @@ func (r *tableRel) Explain(req pgeval.ScanRequest) []string {
 		}
 		out = append(out, "  Row ranges: "+strings.Join(rs, ", "))
 	}
+	if err == nil {
+		out = append(out, r.explainTablets(ranges)...)
+	}
 	for _, f := range req.Filters {
 		if n, ok := f.Node.(*pg.Node); ok && r.pushable(n, req.Env) && f.Expr != nil {
 			out = append(out, "  Tablet-server filter: "+f.Expr.String())
@@ -431,6 +435,37 @@ func (r *tableRel) families(conds []model.Condition, need []bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// explainTablets lists the tablets the row ranges fall in (at most 10,
+// then how many more), and with EXPLAIN (VERBOSE) their servers.
+func (r *tableRel) explainTablets(ranges rangeSet) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var names []string
+	seen := map[string]bool{}
+	for _, rg := range ranges {
+		ts, err := r.s.kv().Tablets(ctx, r.name, rg)
+		if err != nil {
+			return []string{"  Tablets: unknown (" + err.Error() + ")"}
+		}
+		for _, t := range ts {
+			name := model.RowRange{Start: t.Start, End: t.End}.String()
+			if r.cat != nil && r.cat.verbose {
+				name += " on " + t.Server
+			}
+			if !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	more := ""
+	if len(names) > 10 {
+		more = fmt.Sprintf(" and %d more", len(names)-10)
+		names = names[:10]
+	}
+	return []string{fmt.Sprintf("  Tablets: %d: %s%s", len(seen), strings.Join(names, ", "), more)}
 }
 
 // pointRange reports whether rng holds exactly one row key.

@@ -421,3 +421,31 @@ func (s *Scanner) Err() error { return s.err }
 // the sum is complete once Next returns false; the scanner reads ahead
 // of Next by up to one call (1,000 rows).
 func (s *Scanner) Stats() ReadStats { return s.stats }
+
+// TabletInfo is a tablet as the client's location lookup sees it.
+type TabletInfo struct {
+	Start, End []byte // End empty: to the table's end
+	Addr       string // the server that serves it
+}
+
+// Tablets returns the tablets that hold rng, in order (EXPLAIN lists
+// them). It looks them up as a read would, through the location cache.
+func (c *Client) Tablets(ctx context.Context, table string, rng model.RowRange) ([]TabletInfo, error) {
+	var out []TabletInfo
+	row := rng.Start
+	for {
+		var loc location
+		err := c.do(ctx, table, row, func(_ context.Context, _ pb.TabletServerClient, l location) error {
+			loc = l
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TabletInfo{Start: loc.start, End: loc.end, Addr: loc.addr})
+		if len(loc.end) == 0 || (len(rng.End) > 0 && bytes.Compare(loc.end, rng.End) >= 0) {
+			return out, nil
+		}
+		row = loc.end
+	}
+}

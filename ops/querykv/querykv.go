@@ -244,3 +244,15 @@ func (k *KV) Aggregate(ctx context.Context, table string, rng model.RowRange, f 
 	}
 	return out, nil
 }
+
+func (k *KV) Tablets(ctx context.Context, table string, rng model.RowRange) ([]query.Tablet, error) {
+	ts, err := k.Client.Tablets(ctx, table, rng)
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make([]query.Tablet, len(ts))
+	for i, t := range ts {
+		out[i] = query.Tablet{Start: t.Start, End: t.End, Server: t.Addr}
+	}
+	return out, nil
+}
