@@ -79,3 +79,33 @@ func TestLocalStubs(t *testing.T) {
 		t.Fatalf("the local client made %d RPCs", got)
 	}
 }
+
+// TestTablets: the tablets that hold a range, in order.
+func TestTablets(t *testing.T) {
+	cl := newCluster(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		start, end string
+		want       string
+	}{
+		{"", "", `["", "g") ["g", "p") ["p", +inf)`},
+		{"h", "i", `["g", "p")`},
+		{"a", "h", `["", "g") ["g", "p")`},
+		{"g", "p", `["g", "p")`},
+	} {
+		ts, err := cl.c.Tablets(ctx, "t", model.RowRange{Start: []byte(c.start), End: []byte(c.end)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tb := range ts {
+			got = append(got, model.RowRange{Start: tb.Start, End: tb.End}.String())
+			if tb.Addr != cl.a.addr {
+				t.Fatalf("tablet %v on %s, want %s", tb, tb.Addr, cl.a.addr)
+			}
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("Tablets(%q, %q) = %v, want %s", c.start, c.end, got, c.want)
+		}
+	}
+}
