@@ -98,6 +98,11 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 	}
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		res := &Result{Columns: st.Columns, Tag: "EXPLAIN"}
+		if q != nil {
+			for _, r := range q.cat.user {
+				r.stats = ReadStats{} // this execution's reads only
+			}
+		}
 		if asOf != nil {
 			us, err := asOf(ctx, s, args)
 			if err != nil {
