@@ -432,6 +432,13 @@ func buildFuncs() map[string][]*builtin {
 		return int64(0), nil
 	}})
 	add("quote_ident", textFn(func(s string) any { return quoteIdent(s) }))
+	add("similar_to_escape", textFn(func(s string) any { return similarToRegex(s, "\\") }),
+		&builtin{args: []uint32{tText, tText}, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+			if len([]rune(str(a[1]))) > 1 {
+				return nil, sqlstate.Errorf("22025", "invalid escape string")
+			}
+			return similarToRegex(str(a[0]), str(a[1])), nil
+		}})
 	add("quote_literal", &builtin{args: []uint32{pAny}, ret: tText, fn: func(ec *evalCtx, a []any, t []uint32) (any, error) {
 		return quoteLiteral(textOfStyle(t[0], a[0], styleOf(ec))), nil
 	}})
@@ -1430,4 +1437,39 @@ func outText(ec *evalCtx, oid uint32, v any) string {
 		return FormatText(oid, v)
 	}
 	return textOfStyle(oid, v, styleOf(ec))
+}
+
+// similarToRegex turns a SIMILAR TO pattern into the regular expression
+// that must match all of the string, as PostgreSQL's similar_escape does:
+// % and _ are .* and ., a dot and the anchors are literal, and |, *, +, ?,
+// {m,n}, () and [] keep their regular-expression meaning; the escape
+// character (empty: none) makes the next character literal.
+func similarToRegex(pat, escape string) string {
+	var b strings.Builder
+	b.WriteString("^(?:")
+	esc := []rune(escape)
+	escaped := false
+	for _, r := range pat {
+		switch {
+		case escaped:
+			escaped = false
+			if strings.ContainsRune(`\.^$|*+?{}()[]`, r) {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		case len(esc) == 1 && r == esc[0]:
+			escaped = true
+		case r == '%':
+			b.WriteString(".*")
+		case r == '_':
+			b.WriteByte('.')
+		case r == '.' || r == '^' || r == '$' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString(")$")
+	return b.String()
 }

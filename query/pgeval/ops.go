@@ -353,7 +353,9 @@ func (c *compiler) aexpr(a *pg.A_Expr, sc *scope) (*Expr, error) {
 			return nil, err
 		}
 		if a.Kind == pg.A_Expr_Kind_AEXPR_SIMILAR {
-			return nil, errAt(a.Location, sqlstate.CodeFeatureNotSupported, "SIMILAR TO is not supported")
+			// The grammar made the pattern similar_to_escape(pattern
+			// [, escape]), a regular expression; op is ~ or !~.
+			return c.binop(op, l, r, a.Location)
 		}
 		return c.like(op, l, r, esc, a.Location)
 	case pg.A_Expr_Kind_AEXPR_BETWEEN, pg.A_Expr_Kind_AEXPR_NOT_BETWEEN, pg.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
