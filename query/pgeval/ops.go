@@ -949,6 +949,9 @@ func (c *compiler) arrayConcat(l, r *Expr, loc int32) (*Expr, error) {
 
 func (c *compiler) arrayOp(op string, l, r *Expr, loc int32) (*Expr, error) {
 	var err error
+	if (l.oid == pgtypes.OIDJSONB || r.oid == pgtypes.OIDJSONB) && op != "&&" {
+		return c.jsonbContains(op, l, r, loc)
+	}
 	if l.oid == pgtypes.OIDUnknown {
 		if l, err = c.coerce(l, r.oid, loc); err != nil {
 			return nil, err
@@ -1412,4 +1415,93 @@ func (c *compiler) bitwise(op string, l, r *Expr, loc int32) (*Expr, error) {
 		}
 		return v, nil
 	}}, nil
+}
+
+// jsonbContains is jsonb's @> and <@: every member of the contained
+// object is in the container with a value it contains, every element of
+// a contained array is contained in some element of the container's
+// array, and scalars are equal (numbers as numbers); at the top, an array
+// contains a scalar it holds.
+func (c *compiler) jsonbContains(op string, l, r *Expr, loc int32) (*Expr, error) {
+	var err error
+	if l, err = c.coerce(l, pgtypes.OIDJSONB, loc); err != nil {
+		return nil, err
+	}
+	if r, err = c.coerce(r, pgtypes.OIDJSONB, loc); err != nil {
+		return nil, err
+	}
+	if l.oid != pgtypes.OIDJSONB || r.oid != pgtypes.OIDJSONB {
+		return nil, noOperator(loc, op, l.oid, r.oid)
+	}
+	return &Expr{oid: pgtypes.OIDBool, name: "?column?", desc: "(" + l.desc + " " + op + " " + r.desc + ")", eval: func(ec *evalCtx, row []any) (any, error) {
+		x, err := l.eval(ec, row)
+		if err != nil || x == nil {
+			return nil, err
+		}
+		y, err := r.eval(ec, row)
+		if err != nil || y == nil {
+			return nil, err
+		}
+		if op == "<@" {
+			x, y = y, x
+		}
+		a, err := pgtypes.ParseJSON(str(x), true)
+		if err != nil {
+			return nil, err
+		}
+		b, err := pgtypes.ParseJSON(str(y), true)
+		if err != nil {
+			return nil, err
+		}
+		if a.Kind == 'a' && b.Kind != 'a' && b.Kind != 'o' {
+			for _, e := range a.Vals {
+				if jsonContains(e, b) {
+					return true, nil
+				}
+			}
+			return false, nil
+		}
+		return jsonContains(a, b), nil
+	}}, nil
+}
+
+func jsonContains(a, b *pgtypes.JSON) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case 'o':
+		for i, k := range b.Keys {
+			found := false
+			for j := len(a.Keys) - 1; j >= 0; j-- { // the last of duplicate keys wins
+				if a.Keys[j] == k {
+					found = jsonContains(a.Vals[j], b.Vals[i])
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	case 'a':
+		for _, be := range b.Vals {
+			found := false
+			for _, ae := range a.Vals {
+				if jsonContains(ae, be) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	case 'n':
+		x, okx := new(big.Rat).SetString(a.Str)
+		y, oky := new(big.Rat).SetString(b.Str)
+		return okx && oky && x.Cmp(y) == 0
+	}
+	return a.Str == b.Str
 }
