@@ -1,11 +1,13 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -361,8 +363,12 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	t.Logf("SIGSTOP %s", victim.id)
-	stoppedAt.Store(time.Now().UnixNano())
 	victim.cmd.Process.Signal(syscall.SIGSTOP)
+	// Requests count as sent after the pause only once the process is
+	// really stopped: SIGSTOP is delivered asynchronously, and a request
+	// the server answers before it stops is a legitimate acknowledgement.
+	waitStopped(t, victim.cmd.Process.Pid)
+	stoppedAt.Store(time.Now().UnixNano())
 	eventually(t, "the master to bury the paused server", func() bool {
 		_, ok := c.view(c.masters[0])[victim.id]
 		return !ok
@@ -407,4 +413,23 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 	}
 	l.end()
 	c.checkAcked(ctx, "t", l)
+}
+
+// waitStopped waits until process pid is stopped (state T in
+// /proc/pid/stat).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state follows the command name, which is in parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("process %d did not stop", pid)
 }
