@@ -62,20 +62,7 @@ func (c *cellsRel) ranges(ctx context.Context, req pgeval.ScanRequest) (rangeSet
 		if err != nil {
 			return nil, false, false, nil
 		}
-		v, err := e.Eval(ctx, req.Env, nil, req.Args)
-		if err != nil || v == nil {
-			return nil, v == nil && err == nil, err == nil, err
-		}
-		if v, err = pgeval.Cast(v, e.OID(), c.keyOID()); err != nil {
-			return nil, false, false, nil
-		}
-		switch x := v.(type) {
-		case string:
-			return []byte(x), false, true, nil
-		case []byte:
-			return x, false, true, nil
-		}
-		return nil, false, false, nil
+		return constantKey(ctx, e, req.Env, req.Args, c.keyOID(), rawKey)
 	}}
 	return a.ranges(conj)
 }

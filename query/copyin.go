@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/cellardb/cellar/query/catalog"
 	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
@@ -20,9 +20,7 @@ import (
 // check-and-mutate that fails with 23505 if the row exists. Like every
 // multi-row statement, COPY is atomic per row, not as a whole: if it fails
 // part-way, the rows before the failure stay. Outside a transaction up to
-// copyParallel rows are in flight at once; inside one they are buffered.
-
-const copyParallel = 32
+// writeParallel rows are in flight at once; inside one they are buffered.
 
 // CopyIn receives COPY FROM STDIN data: text and CSV through Data, and
 // binary rows, which the wire layer decodes by ColumnOIDs, through Row.
@@ -38,15 +36,10 @@ type CopyIn struct {
 	style   pgtypes.Style // the session's DateStyle and TimeZone, for dates
 	header  bool
 	pending []byte
-	rows    int
 	line    int
-
-	// In-flight writes.
-	wg   sync.WaitGroup
-	sem  chan struct{}
-	mu   sync.Mutex
-	err  error
-	done int
+	// par runs the rows' writes (made at the first row: it needs the
+	// COPY's context).
+	par *parallel
 }
 
 func (s *Session) compileCopyFrom(ctx context.Context, st *Statement, c *pg.CopyStmt, opts *CopyOut) (*Statement, error) {
@@ -80,10 +73,10 @@ func (s *Session) compileCopyFrom(ctx context.Context, st *Statement, c *pg.Copy
 	}
 	st.kind = "COPY"
 	st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
-		in := &CopyIn{Format: opts.Format, Columns: len(cols), s: s, t: t, cols: cols, opts: opts, header: opts.Header, sem: make(chan struct{}, copyParallel),
+		in := &CopyIn{Format: opts.Format, Columns: len(cols), s: s, t: t, cols: cols, opts: opts, header: opts.Header,
 			style: pgtypes.StyleFrom(s.Setting)}
 		for _, idx := range cols {
-			in.ColumnOIDs = append(in.ColumnOIDs, columnOID(t.codec.cols[idx]))
+			in.ColumnOIDs = append(in.ColumnOIDs, t.codec.cols[idx].OID())
 		}
 		return &Result{Tag: "COPY", CopyIn: in}, nil
 	}
@@ -116,24 +109,38 @@ func (c *CopyIn) Done(ctx context.Context) (string, error) {
 		}
 		c.pending = rest
 		if err := c.record(ctx, rec); err != nil {
-			c.wg.Wait()
+			c.Abort()
 			return "", err
 		}
 	}
-	c.wg.Wait()
-	if err := c.failed(); err != nil {
+	n, err := c.writer(ctx).wait()
+	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("COPY %d", c.done), nil
+	return fmt.Sprintf("COPY %d", n), nil
 }
 
 // Abort waits for the rows in flight after the client gave up.
-func (c *CopyIn) Abort() { c.wg.Wait() }
+func (c *CopyIn) Abort() {
+	if c.par != nil {
+		c.par.wait()
+	}
+}
+
+// writer returns the COPY's row writer: outside a transaction up to
+// writeParallel rows in flight, inside one buffered in order.
+func (c *CopyIn) writer(ctx context.Context) *parallel {
+	if c.par == nil {
+		c.par = newParallel(ctx, c.s.txw == nil)
+	}
+	return c.par
+}
 
 func (c *CopyIn) failed() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	if c.par == nil {
+		return nil
+	}
+	return c.par.firstError()
 }
 
 // nextRecord cuts one record (a line; in CSV, quoted fields may span
@@ -200,9 +207,9 @@ func (c *CopyIn) record(ctx context.Context, rec []byte) error {
 			continue
 		}
 		col := c.t.codec.cols[idx]
-		v, err := pgtypes.ParseTextStyle(typeOID(col.Type), *fields[k], c.style)
+		v, err := pgtypes.ParseTextStyle(catalog.TypeOID(col.Type), *fields[k], c.style)
 		if err != nil {
-			if v, err = pgeval.Cast(*fields[k], pgtypes.OIDText, typeOID(col.Type)); err != nil {
+			if v, err = pgeval.Cast(*fields[k], pgtypes.OIDText, catalog.TypeOID(col.Type)); err != nil {
 				return c.lineError(err)
 			}
 		}
@@ -235,44 +242,16 @@ func (c *CopyIn) write(ctx context.Context, vals []any) error {
 	for k, idx := range c.cols {
 		w.vals[idx], w.set[idx] = vals[k], true
 	}
-	if err := c.failed(); err != nil {
-		return err
-	}
 	line := c.line
-	write := func() error {
+	return c.writer(ctx).do(func() (bool, error) {
 		done, _, err := c.s.insertRow(ctx, c.t, w, insertMode{}, nil, nil)
 		if err != nil {
 			e := *sqlstate.AsError(err)
 			e.Detail = strings.TrimSpace(e.Detail + fmt.Sprintf(" COPY %s, line %d.", c.t.name, line))
-			return &e
+			return false, &e
 		}
-		if done {
-			c.mu.Lock()
-			c.done++
-			c.mu.Unlock()
-		}
-		return nil
-	}
-	if c.s.txw != nil {
-		return write()
-	}
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return canceled(ctx.Err())
-	}
-	c.wg.Add(1)
-	go func() {
-		defer func() { <-c.sem; c.wg.Done() }()
-		if err := write(); err != nil {
-			c.mu.Lock()
-			if c.err == nil {
-				c.err = err
-			}
-			c.mu.Unlock()
-		}
-	}()
-	return nil
+		return done, nil
+	})
 }
 
 func (c *CopyIn) lineError(err error) error {

@@ -192,7 +192,7 @@ func (x *exprs) compileFor(n *pg.Node, col catalog.Column) (*pgeval.Expr, error)
 	if hasSubquery(n) {
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "subqueries in writes are not supported (table %s); a statement reads one table, once", x.t.name)
 	}
-	to := columnOID(col)
+	to := col.OID()
 	if n.GetParamRef() != nil {
 		return x.compile(n, to) // a parameter takes the column's type
 	}
@@ -263,7 +263,7 @@ func assign(v any, from uint32, col catalog.Column) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
-	to := typeOID(col.Type)
+	to := catalog.TypeOID(col.Type)
 	if col.Varchar && col.Length > 0 {
 		if s, ok := v.(string); ok && utf8.RuneCountInString(s) > col.Length {
 			return nil, sqlstate.Errorf("22001", "value too long for type character varying(%d)", col.Length)
@@ -367,7 +367,7 @@ func (t *target) familyCells(family string, v any, ts int64) ([]model.Mutation, 
 				continue
 			}
 			var err error
-			if val, err = pgeval.Cast(text, pgtypes.OIDText, typeOID(typ)); err != nil {
+			if val, err = pgeval.Cast(text, pgtypes.OIDText, catalog.TypeOID(typ)); err != nil {
 				return nil, err
 			}
 		}
@@ -467,7 +467,7 @@ func (x *exprs) returning(list []*pg.Node) (*returning, error) {
 			if f := fieldNames(c); f[len(f)-1] == "*" {
 				for i, col := range x.t.codec.cols {
 					if i < len(x.t.def.Visible()) {
-						r.cols = append(r.cols, pgtypes.Column{Name: col.Name, OID: typeOID(col.Type)})
+						r.cols = append(r.cols, pgtypes.Column{Name: col.Name, OID: catalog.TypeOID(col.Type)})
 						r.exprs = append(r.exprs, nil)
 						r.star = append(r.star, i)
 					}
@@ -1020,7 +1020,7 @@ func duplicateKey(t *target, vals []any) error {
 	var names, shown []string
 	for _, idx := range t.codec.keyIdx {
 		names = append(names, t.codec.cols[idx].Name)
-		shown = append(shown, pgtypes.FormatText(typeOID(t.codec.cols[idx].Type), vals[idx]))
+		shown = append(shown, pgtypes.FormatText(catalog.TypeOID(t.codec.cols[idx].Type), vals[idx]))
 	}
 	return &sqlstate.Error{Code: codeUniqueViolation, Message: fmt.Sprintf("duplicate key value violates unique constraint \"%s_pkey\"", t.name),
 		Detail: fmt.Sprintf("Key (%s)=(%s) already exists.", strings.Join(names, ", "), strings.Join(shown, ", "))}
@@ -1075,16 +1075,20 @@ func (p *parallel) record(done bool, err error) {
 	}
 }
 
+// firstError is the first error a write returned, if any yet.
+func (p *parallel) firstError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
 // do runs one write; it returns the first error seen so far.
 func (p *parallel) do(f func() (bool, error)) error {
 	if p.sync {
 		p.record(f())
-		return p.err
+		return p.firstError()
 	}
-	p.mu.Lock()
-	err := p.err
-	p.mu.Unlock()
-	if err != nil {
+	if err := p.firstError(); err != nil {
 		return err
 	}
 	select {

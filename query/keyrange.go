@@ -2,12 +2,14 @@ package query
 
 import (
 	"bytes"
+	"context"
 	"sort"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/query/pgeval"
 )
 
 // Row ranges from WHERE (DESIGN.md section 5): conjuncts on the key
@@ -256,4 +258,30 @@ func normalize(rs rangeSet) rangeSet {
 		out = append(out, r)
 	}
 	return out
+}
+
+// constantKey evaluates the constant side e of a key predicate, converts
+// it to the key's type to, and encodes it as a row-key prefix; null
+// reports a NULL, ok false a value encode cannot take.
+func constantKey(ctx context.Context, e *pgeval.Expr, env *pgeval.Env, args []any, to uint32, encode func(any) ([]byte, bool)) (key []byte, null, ok bool, err error) {
+	v, err := e.Eval(ctx, env, nil, args)
+	if err != nil || v == nil {
+		return nil, v == nil && err == nil, err == nil, err
+	}
+	if v, err = pgeval.Cast(v, e.OID(), to); err != nil {
+		return nil, false, false, err
+	}
+	key, ok = encode(v)
+	return key, false, ok, nil
+}
+
+// rawKey is a TEXT or BYTEA value as the row key itself.
+func rawKey(v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case string:
+		return []byte(x), true
+	case []byte:
+		return x, true
+	}
+	return nil, false
 }

@@ -87,14 +87,12 @@ func (r *tableRel) condShape(n *pg.Node) (col catalog.Column, op model.CondOp, o
 // lossless reports whether a constant of type from compares with a column
 // of type to exactly as its conversion to to.
 func lossless(from, to uint32) bool {
-	ints := map[uint32]bool{pgtypes.OIDInt2: true, pgtypes.OIDInt4: true, pgtypes.OIDInt8: true}
-	floats := map[uint32]bool{pgtypes.OIDFloat4: true, pgtypes.OIDFloat8: true}
+	isInt := func(o uint32) bool { return o == pgtypes.OIDInt2 || o == pgtypes.OIDInt4 || o == pgtypes.OIDInt8 }
+	isText := func(o uint32) bool { return o == pgtypes.OIDText || o == pgtypes.OIDVarchar }
 	switch {
 	case from == to, from == pgtypes.OIDUnknown:
 		return true
-	case ints[from] && ints[to], floats[from] && to == pgtypes.OIDFloat8:
-		return true
-	case (from == pgtypes.OIDText || from == pgtypes.OIDVarchar) && (to == pgtypes.OIDText || to == pgtypes.OIDVarchar):
+	case isInt(from) && isInt(to), from == pgtypes.OIDFloat4 && to == pgtypes.OIDFloat8, isText(from) && isText(to):
 		return true
 	}
 	return false
@@ -110,7 +108,7 @@ func (r *tableRel) pushable(n *pg.Node, env *pgeval.Env) bool {
 		return true
 	}
 	e, err := r.term(operand, env)
-	return err == nil && lossless(e.OID(), typeOID(col.Type))
+	return err == nil && lossless(e.OID(), catalog.TypeOID(col.Type))
 }
 
 // conditions turns the pushable conjuncts into conditions. none is set
@@ -139,7 +137,7 @@ func (r *tableRel) conditions(ctx context.Context, req pgeval.ScanRequest) (cond
 			if v == nil {
 				return nil, true, nil
 			}
-			if v, err = pgeval.Cast(v, e.OID(), typeOID(col.Type)); err != nil {
+			if v, err = pgeval.Cast(v, e.OID(), catalog.TypeOID(col.Type)); err != nil {
 				return nil, false, err
 			}
 			if c.Operand, err = model.EncodeValue(col.Type, toModel(v)); err != nil {

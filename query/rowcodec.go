@@ -22,45 +22,6 @@ import (
 // of each undeclared qualifier; every row SQL writes also keeps the marker
 // cell in family "_" so that it exists even when all its columns are NULL.
 
-// typeOID is the PostgreSQL type of a cell value type.
-func typeOID(t model.ValueType) uint32 {
-	switch t {
-	case model.TypeText:
-		return pgtypes.OIDText
-	case model.TypeInt8:
-		return pgtypes.OIDInt8
-	case model.TypeInt4:
-		return pgtypes.OIDInt4
-	case model.TypeInt2:
-		return pgtypes.OIDInt2
-	case model.TypeFloat8:
-		return pgtypes.OIDFloat8
-	case model.TypeFloat4:
-		return pgtypes.OIDFloat4
-	case model.TypeBool:
-		return pgtypes.OIDBool
-	case model.TypeTimestamptz:
-		return pgtypes.OIDTimestamptz
-	case model.TypeDate:
-		return pgtypes.OIDDate
-	case model.TypeUUID:
-		return pgtypes.OIDUUID
-	case model.TypeNumeric:
-		return pgtypes.OIDNumeric
-	case model.TypeJSONB:
-		return pgtypes.OIDJSONB
-	}
-	return pgtypes.OIDBytea
-}
-
-// columnOID is a column's PostgreSQL type: its cell type's, or varchar.
-func columnOID(c catalog.Column) uint32 {
-	if c.Varchar {
-		return pgtypes.OIDVarchar
-	}
-	return typeOID(c.Type)
-}
-
 // toModel converts a SQL value (pgtypes' Go form) to model's.
 func toModel(v any) any {
 	switch x := v.(type) {
@@ -122,7 +83,7 @@ func newRowCodec(t *catalog.Table, extra []catalog.Column) *rowCodec {
 func (c *rowCodec) columns() []pgtypes.Column {
 	out := make([]pgtypes.Column, len(c.cols))
 	for i, col := range c.cols {
-		out[i] = pgtypes.Column{Name: col.Name, OID: columnOID(col)}
+		out[i] = pgtypes.Column{Name: col.Name, OID: col.OID()}
 	}
 	return out
 }
@@ -313,7 +274,7 @@ func (c *rowCodec) jsonMember(cell model.Cell) (json.RawMessage, error) {
 	case bool:
 		return json.Marshal(x)
 	}
-	return jsonString(pgtypes.FormatText(typeOID(typ), fromModel(typ, v))), nil
+	return jsonString(pgtypes.FormatText(catalog.TypeOID(typ), fromModel(typ, v))), nil
 }
 
 // cellValue encodes a SQL value for column col.

@@ -75,31 +75,13 @@ func (r *tableRel) plan(ctx context.Context, req pgeval.ScanRequest) (rangeSet, 
 			if err != nil {
 				return nil, false, false, nil // the filter itself reports it
 			}
-			v, err := e.Eval(ctx, req.Env, nil, req.Args)
-			if err != nil {
-				return nil, false, false, err
-			}
-			if v == nil {
-				return nil, true, true, nil
-			}
-			v, err = pgeval.Cast(v, e.OID(), typeOID(key.Type))
-			if err != nil {
-				return nil, false, false, err
-			}
 			if r.codec.raw {
-				switch x := v.(type) {
-				case string:
-					return []byte(x), false, true, nil
-				case []byte:
-					return x, false, true, nil
-				}
-				return nil, false, false, nil
+				return constantKey(ctx, e, req.Env, req.Args, catalog.TypeOID(key.Type), rawKey)
 			}
-			k, err := model.AppendKeyValue(nil, key.Type, toModel(v))
-			if err != nil {
-				return nil, false, false, nil
-			}
-			return k, false, true, nil
+			return constantKey(ctx, e, req.Env, req.Args, catalog.TypeOID(key.Type), func(v any) ([]byte, bool) {
+				k, err := model.AppendKeyValue(nil, key.Type, toModel(v))
+				return k, err == nil
+			})
 		}}
 	return a.ranges(conj)
 }

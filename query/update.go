@@ -54,6 +54,25 @@ func (s *Session) rowLoop(ctx context.Context, q *queryPlan, args []any, concurr
 	}
 }
 
+// again waits before another attempt at a row another writer changed,
+// reads it again, and reports whether it still exists and passes where.
+func (s *Session) again(ctx context.Context, t *target, key []byte, attempt int, where *pgeval.Expr, env *pgeval.Env, args []any) ([]any, bool, error) {
+	if err := contended(ctx, t, attempt); err != nil {
+		return nil, false, err
+	}
+	cur, found, err := s.readRow(ctx, t, key)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	if where != nil {
+		ok, err := where.Eval(ctx, env, cur, args)
+		if err != nil || ok != true {
+			return nil, false, err
+		}
+	}
+	return cur, true, nil
+}
+
 func (s *Session) compileUpdate(ctx context.Context, text string, up *pg.UpdateStmt, paramOIDs []uint32) (*Statement, error) {
 	if len(up.FromClause) > 0 || up.WithClause != nil {
 		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "UPDATE … FROM and WITH are not supported: a statement reads one table")
@@ -136,18 +155,9 @@ func (s *Session) compileUpdate(ctx context.Context, text string, up *pg.UpdateS
 				}
 				// Changed or gone since it was read: read it again, and
 				// check that it still qualifies.
-				if err := contended(ctx, t, attempt); err != nil {
+				cur, ok, err := s.again(ctx, t, key, attempt, where, env, args)
+				if err != nil || !ok {
 					return false, err
-				}
-				cur, found, err := s.readRow(ctx, t, key)
-				if err != nil || !found {
-					return false, err
-				}
-				if where != nil {
-					ok, err := where.Eval(ctx, env, cur, args)
-					if err != nil || ok != true {
-						return false, err
-					}
 				}
 				vals = cur
 			}
@@ -228,18 +238,9 @@ func (s *Session) compileDelete(ctx context.Context, text string, del *pg.Delete
 				if len(expects) == 0 {
 					return false, nil // deleted by someone else
 				}
-				if err := contended(ctx, t, attempt); err != nil {
+				cur, ok, err := s.again(ctx, t, key, attempt, where, env, args)
+				if err != nil || !ok {
 					return false, err
-				}
-				cur, found, err := s.readRow(ctx, t, key)
-				if err != nil || !found {
-					return false, err
-				}
-				if where != nil {
-					ok, err := where.Eval(ctx, env, cur, args)
-					if err != nil || ok != true {
-						return false, err
-					}
 				}
 				vals = cur
 			}

@@ -55,14 +55,8 @@ type Expect struct {
 // internal key order, so a column's first cell is its newest).
 func ExpectsHold(cells []Cell, ex []Expect) bool {
 	for _, e := range ex {
-		var newest *Cell
-		for i := range cells {
-			if cells[i].Family == e.Family && bytes.Equal(cells[i].Qualifier, e.Qualifier) {
-				newest = &cells[i]
-				break
-			}
-		}
-		if e.Absent != (newest == nil) || (newest != nil && !bytes.Equal(newest.Value, e.Value)) {
+		v, found := NewestValue(cells, e.Family, e.Qualifier)
+		if e.Absent == found || (found && !bytes.Equal(v, e.Value)) {
 			return false
 		}
 	}

@@ -225,24 +225,24 @@ func (t *Tablet) Apply(ctx context.Context, m *model.RowMutation) error {
 // It returns one error per mutation.
 func (t *Tablet) ApplyBatch(ctx context.Context, ms []*model.RowMutation) []error {
 	errs := make([]error, len(ms))
-	var todo []int
+	var valid []int
 	for i, m := range ms {
 		if errs[i] = t.validate(m); errs[i] == nil {
-			todo = append(todo, i)
+			valid = append(valid, i)
 		}
 	}
-	if len(todo) == 0 {
+	if len(valid) == 0 {
 		return errs
 	}
 	if err := t.waitForRoom(ctx); err != nil {
-		for _, i := range todo {
+		for _, i := range valid {
 			errs[i] = err
 		}
 		return errs
 	}
 	// Lock the rows' stripes in index order, each once.
-	stripes := make([]int, 0, len(todo))
-	for _, i := range todo {
+	stripes := make([]int, 0, len(valid))
+	for _, i := range valid {
 		stripes = append(stripes, int(maphash.Bytes(t.seed, ms[i].Row)%numStripes))
 	}
 	locked := slices.Clone(stripes)
@@ -253,14 +253,14 @@ func (t *Tablet) ApplyBatch(ctx context.Context, ms []*model.RowMutation) []erro
 	}
 	ops := make([]*writeOp, len(ms))
 	t.commitMu.Lock()
-	for n, i := range todo {
+	for n, i := range valid {
 		ops[i], errs[i] = t.commitLocked(ctx, ms[i].Row, ms[i].Mutations, &t.stripes[stripes[n]])
 	}
 	t.commitMu.Unlock()
 	for _, k := range locked {
 		t.stripes[k].mu.Unlock()
 	}
-	for _, i := range todo {
+	for _, i := range valid {
 		if ops[i] != nil {
 			errs[i] = t.finish(ops[i])
 		}

@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/cellardb/cellar/kv/model"
+	"github.com/cellardb/cellar/query/pgtypes"
 )
 
 const (
@@ -97,6 +98,54 @@ func (t *Table) KeyColumns() []Column {
 func (t *Table) RawKey() bool {
 	k := t.KeyColumns()
 	return len(k) == 1 && (k[0].Type == model.TypeText || k[0].Type == model.TypeBytea)
+}
+
+// TypeOID is the PostgreSQL type of a cell value type.
+func TypeOID(t model.ValueType) uint32 {
+	switch t {
+	case model.TypeText:
+		return pgtypes.OIDText
+	case model.TypeInt8:
+		return pgtypes.OIDInt8
+	case model.TypeInt4:
+		return pgtypes.OIDInt4
+	case model.TypeInt2:
+		return pgtypes.OIDInt2
+	case model.TypeFloat8:
+		return pgtypes.OIDFloat8
+	case model.TypeFloat4:
+		return pgtypes.OIDFloat4
+	case model.TypeBool:
+		return pgtypes.OIDBool
+	case model.TypeTimestamptz:
+		return pgtypes.OIDTimestamptz
+	case model.TypeDate:
+		return pgtypes.OIDDate
+	case model.TypeUUID:
+		return pgtypes.OIDUUID
+	case model.TypeNumeric:
+		return pgtypes.OIDNumeric
+	case model.TypeJSONB:
+		return pgtypes.OIDJSONB
+	}
+	return pgtypes.OIDBytea
+}
+
+// OID is the column's PostgreSQL type: its cell type's, or varchar.
+func (c Column) OID() uint32 {
+	if c.Varchar {
+		return pgtypes.OIDVarchar
+	}
+	return TypeOID(c.Type)
+}
+
+// Typmod is the column's type modifier as pg_attribute keeps it: a
+// VARCHAR(n)'s n plus PostgreSQL's 4-byte header, else -1.
+func (c Column) Typmod() int64 {
+	if c.Varchar && c.Length > 0 {
+		return int64(c.Length) + 4
+	}
+	return -1
 }
 
 // Visible returns the columns SQL shows, in order: the key columns, the

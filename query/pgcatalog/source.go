@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/query/catalog"
 	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
@@ -111,39 +110,6 @@ func DatabaseOID(name string) uint32 {
 		return 5
 	}
 	return hashOID("database", name)
-}
-
-// ColumnType is the PostgreSQL type of a column of cellar's type t.
-func ColumnType(t model.ValueType) uint32 {
-	switch t {
-	case model.TypeBytea:
-		return pgtypes.OIDBytea
-	case model.TypeText:
-		return pgtypes.OIDText
-	case model.TypeInt8:
-		return pgtypes.OIDInt8
-	case model.TypeInt4:
-		return pgtypes.OIDInt4
-	case model.TypeInt2:
-		return pgtypes.OIDInt2
-	case model.TypeFloat8:
-		return pgtypes.OIDFloat8
-	case model.TypeFloat4:
-		return pgtypes.OIDFloat4
-	case model.TypeBool:
-		return pgtypes.OIDBool
-	case model.TypeTimestamptz:
-		return pgtypes.OIDTimestamptz
-	case model.TypeDate:
-		return pgtypes.OIDDate
-	case model.TypeUUID:
-		return pgtypes.OIDUUID
-	case model.TypeNumeric:
-		return pgtypes.OIDNumeric
-	case model.TypeJSONB:
-		return pgtypes.OIDJSONB
-	}
-	return pgtypes.OIDBytea
 }
 
 // Relation returns the emulated relation schema.name: schema is
@@ -272,13 +238,7 @@ func newSnapshot(src Source) *snapshot {
 			arrayType: ArrayTypeOID(t.Name), table: t}
 		var keyCols []colDef
 		for i, col := range t.Visible() {
-			typ, typmod := ColumnType(col.Type), int64(-1)
-			if col.Varchar {
-				typ = pgtypes.OIDVarchar
-				if col.Length > 0 {
-					typmod = int64(col.Length) + 4 // PostgreSQL's VARHDRSZ
-				}
-			}
+			typ, typmod := col.OID(), col.Typmod()
 			cd := colDef{name: col.Name, typ: typ, typmod: typmod, notNull: col.Key || col.NotNull, coll: collationOf(typ)}
 			c.cols = append(c.cols, cd)
 			if col.Key {
