@@ -36,6 +36,8 @@ type KV interface {
 	// Scan returns the rows of rng (an empty End: to the table's end),
 	// at most limit of them (0: all), each with its cells in f.
 	Scan(ctx context.Context, table string, rng model.RowRange, f ReadFilter, limit int64) RowIterator
+	// ScanReversed is Scan in descending key order.
+	ScanReversed(ctx context.Context, table string, rng model.RowRange, f ReadFilter, limit int64) RowIterator
 }
 
 // Tablet is one tablet of a table, for EXPLAIN.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +43,10 @@ func (r *tableRel) Columns() []pgtypes.Column { return r.codec.columns() }
 // the evaluator compares text (the C collation), and the encoding of
 // other keys preserves order.
 func (r *tableRel) Ordering() []int { return r.codec.keyIdx }
+
+// CanReverse: the tablet servers scan backwards, so ORDER BY the key
+// DESC needs no sort either.
+func (r *tableRel) CanReverse() bool { return true }
 
 func (r *tableRel) filter() ReadFilter {
 	f := ReadFilter{MaxVersions: 1}
@@ -223,7 +228,11 @@ func (r *tableRel) Scan(ctx context.Context, req pgeval.ScanRequest) (pgeval.Row
 		// evaluator checks them on the merged rows instead.
 		f.Conditions, f.Families = nil, nil
 	}
-	rows := &tableRows{r: r, ranges: ranges, limit: limit, need: req.Needed, buf: buf, f: f}
+	if req.Reverse {
+		ranges = slices.Clone(ranges)
+		slices.Reverse(ranges)
+	}
+	rows := &tableRows{r: r, ranges: ranges, limit: limit, need: req.Needed, buf: buf, f: f, reverse: req.Reverse}
 	if buf != nil {
 		rows.recheck, rows.env, rows.args = req.Filters, req.Env, req.Args
 	}
@@ -253,6 +262,9 @@ func (r *tableRel) Explain(req pgeval.ScanRequest) []string {
 			out = append(out, "  Tablet-server filter: "+f.Expr.String())
 		}
 	}
+	if req.Reverse {
+		out = append(out, "  Order: descending key (a reverse scan)")
+	}
 	if req.Limit >= 0 {
 		out = append(out, fmt.Sprintf("  Scan limit: %d rows", req.Limit))
 	}
@@ -276,6 +288,9 @@ type tableRows struct {
 	need   []bool
 	buf    *tableWrites
 	f      ReadFilter
+	// reverse: ranges (already reversed) and their rows go in descending
+	// key order.
+	reverse bool
 	// recheck: filters the rows must pass here, because buffered writes
 	// were merged after the tablet servers' conditions.
 	recheck []pgeval.Filter
@@ -341,10 +356,15 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 			}
 			if key, ok := pointRange(rng); ok {
 				t.it = &pointRead{ctx: ctx, kv: t.r.s.kv(), table: t.r.name, key: key, f: t.f}
+			} else if t.reverse {
+				t.it = t.r.s.kv().ScanReversed(ctx, t.r.name, rng, t.f, lim)
 			} else {
 				t.it = t.r.s.kv().Scan(ctx, t.r.name, rng, t.f, lim)
 			}
 			t.pending = t.buf.keysIn(rng)
+			if t.reverse {
+				slices.Reverse(t.pending)
+			}
 			t.next = nil
 		}
 		if t.next == nil {
@@ -356,7 +376,7 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 			}
 		}
 		switch {
-		case len(t.pending) > 0 && (t.next == nil || t.pending[0] < string(t.next.Key)):
+		case len(t.pending) > 0 && (t.next == nil || t.before(t.pending[0], t.next.Key)):
 			k := t.pending[0]
 			t.pending = t.pending[1:]
 			return t.buf.overlay(model.Row{Key: []byte(k)}), true, nil
@@ -372,6 +392,15 @@ func (t *tableRows) nextRow(ctx context.Context) (model.Row, bool, error) {
 			t.it = nil
 		}
 	}
+}
+
+// before reports whether a buffered key comes before a scanned one in
+// the scan's order.
+func (t *tableRows) before(buffered string, scanned []byte) bool {
+	if t.reverse {
+		return buffered > string(scanned)
+	}
+	return buffered < string(scanned)
 }
 
 // recheckNeed: filters checked here may read any column.

@@ -355,6 +355,24 @@ func (c *Client) cached(table string, row []byte) (location, bool) {
 	return location{}, false
 }
 
+// cachedBefore returns the cached tablet that holds the rows just
+// before end (nil: the table's last rows), if any.
+func (c *Client) cachedBefore(table string, end []byte) (location, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	list := c.cache[table]
+	i := len(list) - 1
+	if end != nil {
+		i = sort.Search(len(list), func(i int) bool {
+			return len(list[i].end) == 0 || bytes.Compare(list[i].end, end) >= 0
+		})
+	}
+	if i < 0 || i >= len(list) || (end == nil && len(list[i].end) > 0) || (end != nil && bytes.Compare(list[i].start, end) >= 0) {
+		return location{}, false
+	}
+	return list[i], true
+}
+
 // store caches tablets, replacing the cached tablets they overlap.
 func (c *Client) store(table string, found []location) {
 	c.mu.Lock()

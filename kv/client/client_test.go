@@ -218,6 +218,29 @@ func TestOperationsAcrossTablets(t *testing.T) {
 	if sc.Err() != nil || strings.Join(keys, "") != "fghijklmnopq" {
 		t.Fatalf("bounded scan: %v %v", keys, sc.Err())
 	}
+	// Reversed, over the three tablets, bounded or not, with a limit.
+	for _, tc := range []struct {
+		rng   model.RowRange
+		f     client.Filter
+		limit int64
+		want  string
+	}{
+		{model.RowRange{}, client.Filter{}, 0, "zyxwvutsrqponmlkjihgfedcba"},
+		{model.RowRange{Start: []byte("f"), End: []byte("r")}, client.Filter{}, 0, "qponmlkjihgf"},
+		{model.RowRange{Start: []byte("c")}, client.Filter{ValueRegex: "1[0-9]"}, 0, "tsrqponmlk"},
+		{model.RowRange{End: []byte("h")}, client.Filter{}, 3, "gfe"},
+		{model.RowRange{Start: []byte("h"), End: []byte("h\x00")}, client.Filter{}, 0, "h"},
+		{model.RowRange{Start: []byte("h"), End: []byte("h")}, client.Filter{}, 0, ""},
+	} {
+		sc = cl.c.ScanReversed(c, "t", tc.rng, tc.f, tc.limit)
+		keys = nil
+		for sc.Next() {
+			keys = append(keys, string(sc.Row().Key))
+		}
+		if sc.Err() != nil || strings.Join(keys, "") != tc.want {
+			t.Fatalf("reversed scan of %v (limit %d): %v %v, want %s", tc.rng, tc.limit, keys, sc.Err(), tc.want)
+		}
+	}
 
 	cells, err := cl.c.ReadModifyWrite(c, "t", []byte("n"), []client.ReadModifyWriteRule{{Family: "f", Qualifier: []byte("n"), Increment: 7}})
 	if err != nil || binary.BigEndian.Uint64(cells[0].Value) != 7 {
@@ -306,6 +329,14 @@ func TestStaleLocationIsRelocated(t *testing.T) {
 	if sc.Err() != nil || strings.Join(keys, ",") != "a,h,z" {
 		t.Fatalf("scan after the move: %v %v", keys, sc.Err())
 	}
+	sc = cl.c.ScanReversed(c, "t", model.RowRange{}, client.Filter{}, 0)
+	keys = nil
+	for sc.Next() {
+		keys = append(keys, string(sc.Row().Key))
+	}
+	if sc.Err() != nil || strings.Join(keys, ",") != "z,h,a" {
+		t.Fatalf("reversed scan after the move: %v %v", keys, sc.Err())
+	}
 }
 
 // TestDeadlineBoundsRetries checks that a tablet nobody serves fails when
@@ -345,5 +376,16 @@ func TestScanResumesAcrossChunks(t *testing.T) {
 	}
 	if sc.Err() != nil || n != len(ms) {
 		t.Fatalf("scanned %d rows of %d: %v", n, len(ms), sc.Err())
+	}
+	sc = cl.c.ScanReversed(c, "t", model.RowRange{}, client.Filter{}, 0)
+	n = 0
+	for sc.Next() {
+		if want := fmt.Sprintf("a%05d", len(ms)-1-n); string(sc.Row().Key) != want {
+			t.Fatalf("reversed: row %d is %q, want %q", n, sc.Row().Key, want)
+		}
+		n++
+	}
+	if sc.Err() != nil || n != len(ms) {
+		t.Fatalf("reversed: scanned %d rows of %d: %v", n, len(ms), sc.Err())
 	}
 }

@@ -315,13 +315,16 @@ type Scanner struct {
 	filter Filter
 	limit  int64
 
-	next  []byte // where the next call starts
-	buf   []model.Row
-	sent  int64
-	row   model.Row
-	err   error
-	done  bool
-	stats ReadStats
+	next []byte // where the next call starts
+	// A reversed scan reads down from upper (nil: the table's end).
+	reversed bool
+	upper    []byte
+	buf      []model.Row
+	sent     int64
+	row      model.Row
+	err      error
+	done     bool
+	stats    ReadStats
 }
 
 // Scan returns a scanner over rng (an empty End: to the table's end) with
@@ -330,13 +333,26 @@ func (c *Client) Scan(ctx context.Context, table string, rng model.RowRange, f F
 	return &Scanner{c: c, ctx: ctx, table: table, rng: rng, filter: f, limit: limit, next: rng.Start}
 }
 
+// ScanReversed is Scan with the rows in descending key order.
+func (c *Client) ScanReversed(ctx context.Context, table string, rng model.RowRange, f Filter, limit int64) *Scanner {
+	s := &Scanner{c: c, ctx: ctx, table: table, rng: rng, filter: f, limit: limit, reversed: true}
+	if len(rng.End) > 0 {
+		s.upper = rng.End
+	}
+	return s
+}
+
 // Next advances to the next row.
 func (s *Scanner) Next() bool {
 	for len(s.buf) == 0 {
 		if s.done || s.err != nil || (s.limit > 0 && s.sent >= s.limit) {
 			return false
 		}
-		s.fill()
+		if s.reversed {
+			s.fillReversed()
+		} else {
+			s.fill()
+		}
 	}
 	s.row, s.buf = s.buf[0], s.buf[1:]
 	s.sent++
@@ -406,6 +422,88 @@ func (s *Scanner) fill() {
 		s.done = true
 	} else {
 		s.next = end
+	}
+}
+
+// errFurther tells fillReversed that the tablet it reached ends before
+// the rows it wants.
+var errFurther = errors.New("the rows wanted lie in a later tablet")
+
+// fillReversed reads the next chunk of a reversed scan: the rows just
+// below upper, from the tablet that holds them. That tablet is found by
+// walking forward from a row known to lie below upper (the location
+// cache usually names it at once), since lookups go by the row a tablet
+// contains.
+func (s *Scanner) fillReversed() {
+	if s.upper != nil && bytes.Compare(s.upper, s.rng.Start) <= 0 {
+		s.done = true
+		return
+	}
+	key := s.rng.Start
+	if l, ok := s.c.cachedBefore(s.table, s.upper); ok && bytes.Compare(l.start, key) > 0 {
+		key = l.start
+	}
+	var rows []model.Row
+	var start, resume []byte
+	more := false
+	var st ReadStats
+	for {
+		err := s.c.do(s.ctx, s.table, key, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
+			rows, start, resume, more, st = rows[:0], loc.start, nil, false, ReadStats{}
+			if len(loc.end) > 0 && (s.upper == nil || bytes.Compare(loc.end, s.upper) < 0) {
+				key = loc.end
+				return errFurther
+			}
+			scanStart := s.rng.Start
+			if bytes.Compare(loc.start, scanStart) > 0 {
+				scanStart = loc.start
+			}
+			n := int64(scanChunk)
+			if s.limit > 0 {
+				n = min(n, s.limit-s.sent)
+			}
+			stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{{Start: scanStart, End: s.upper}},
+				Filter: s.filter.proto(), RowLimit: n, Reversed: true})
+			if err != nil {
+				return err
+			}
+			for {
+				resp, err := stream.Recv()
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				for _, r := range resp.Rows {
+					rows = append(rows, rowFromProto(r))
+				}
+				if resp.More {
+					resume, more = resp.ResumeAfter, true
+				}
+				st.Add(statsFromProto(resp.Stats))
+			}
+		})
+		if errors.Is(err, errFurther) {
+			continue
+		}
+		if err != nil {
+			s.err = err
+			return
+		}
+		break
+	}
+	s.stats.Add(st)
+	s.buf = rows
+	switch {
+	case more:
+		s.upper = bytes.Clone(resume)
+	case len(rows) == scanChunk:
+		s.upper = bytes.Clone(rows[len(rows)-1].Key)
+	case len(start) == 0 || bytes.Compare(start, s.rng.Start) <= 0:
+		s.done = true
+	default:
+		s.upper = start
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -297,6 +298,7 @@ func (mt *modelTest) checkScan(ctx context.Context, op string) {
 	if mt.r.Intn(3) == 0 {
 		opts.Limit = 1 + mt.r.Intn(5)
 	}
+	opts.Reverse = mt.r.Intn(2) == 0
 	sc := mt.s.Scan(ctx, "t", rng, opts)
 	defer sc.Close()
 	var rows []string
@@ -306,6 +308,9 @@ func (mt *modelTest) checkScan(ctx context.Context, op string) {
 		}
 	}
 	sort.Strings(rows)
+	if opts.Reverse {
+		slices.Reverse(rows)
+	}
 	if opts.Limit > 0 && len(rows) > opts.Limit {
 		rows = rows[:opts.Limit]
 	}

@@ -32,6 +32,8 @@ type ReadOptions struct {
 	MaxVersions int
 	// Limit is the most rows a scan returns; 0 means no limit.
 	Limit int
+	// Reverse makes a scan return its rows in descending key order.
+	Reverse bool
 	// Stats, if not nil, receives the read's counts, added to what it
 	// holds: a ReadRow's when it returns, a scan's as it goes (complete
 	// once Next returns false). Reads that run at the same time must not
@@ -42,6 +44,8 @@ type ReadOptions struct {
 // iter is what the merged view needs from memtable and SSTable iterators.
 type iter interface {
 	SeekGE(key []byte) bool
+	SeekLT(key []byte) bool
+	Last() bool
 	Next() bool
 	Key() []byte
 	Value() []byte
@@ -120,6 +124,35 @@ func (m *mergeIter) Next() bool {
 	return len(m.heap) > 0
 }
 
+// lastKeyBefore returns the last key < hi (hi nil: the last key),
+// copied into buf. It leaves the sources unordered: the caller seeks
+// again. Reverse scans step back a row at a time this way, so that only
+// the forward merge needs a heap.
+func (m *mergeIter) lastKeyBefore(hi, buf []byte) ([]byte, bool) {
+	var best []byte
+	for _, it := range m.iters {
+		var ok bool
+		if hi == nil {
+			ok = it.Last()
+		} else {
+			ok = it.SeekLT(hi)
+		}
+		if !ok {
+			if err := it.Error(); err != nil {
+				m.err = err
+				return nil, false
+			}
+			continue
+		}
+		if k := it.Key(); best == nil || bytes.Compare(k, best) > 0 {
+			best = append(buf[:0], k...)
+			buf = best
+		}
+	}
+	m.heap = m.heap[:0]
+	return best, best != nil
+}
+
 func (m *mergeIter) Key() []byte   { return m.heap[0].Key() }
 func (m *mergeIter) Value() []byte { return m.heap[0].Value() }
 func (m *mergeIter) Error() error  { return m.err }
@@ -156,6 +189,13 @@ func (s *sliceIter) SeekGE(key []byte) bool {
 	return s.i < len(s.e)
 }
 
+func (s *sliceIter) SeekLT(key []byte) bool {
+	s.SeekGE(key)
+	s.i--
+	return s.i >= 0
+}
+
+func (s *sliceIter) Last() bool    { s.i = len(s.e) - 1; return s.i >= 0 }
 func (s *sliceIter) Next() bool    { s.i++; return s.i < len(s.e) }
 func (s *sliceIter) Key() []byte   { return s.e[s.i].key }
 func (s *sliceIter) Value() []byte { return s.e[s.i].value }
@@ -179,6 +219,11 @@ type resolver struct {
 	cells    []model.Cell // the current row's cells, reused
 	slab     []model.Cell // scans hand out rows' cells from here
 	scan     bool
+	// A reverse scan reads the rows in [lower, upper) backwards (upper
+	// nil: to the end), upper moving down to each row it reads.
+	lower, upper    []byte
+	upperBuf, spare []byte
+	limitBuf        []byte
 }
 
 func newResolver(src *mergeIter, snapshot uint64, si *schemaInfo, opts *ReadOptions) *resolver {
@@ -254,6 +299,36 @@ func (r *resolver) next(out *model.Row) bool {
 				st.Rows++
 				st.Cells += int64(len(r.cells))
 			}
+			return true
+		}
+	}
+	return false
+}
+
+// prev is next for a reverse scan: it fills out with the row before
+// upper that has a live cell. Each row costs a backward seek of every
+// source and a forward seek to read the row.
+func (r *resolver) prev(out *model.Row) bool {
+	for r.src.err == nil {
+		key, ok := r.src.lastKeyBefore(r.upper, r.spare)
+		if !ok {
+			return false
+		}
+		// upper may live in upperBuf: swap only once key is found.
+		r.spare, r.upperBuf = r.upperBuf, key
+		rp := model.RowPrefix(key)
+		if rp == nil {
+			r.src.err = fmt.Errorf("%w: malformed key %x in the merged view", model.ErrCorruption, key)
+			return false
+		}
+		if bytes.Compare(rp, r.lower) < 0 {
+			return false
+		}
+		r.upper = rp
+		r.limitBuf = model.RowLimit(append(r.limitBuf[:0], rp...))
+		r.limit = r.limitBuf
+		r.valid = r.src.SeekGE(rp)
+		if r.next(out) {
 			return true
 		}
 	}
@@ -446,6 +521,10 @@ func (t *Tablet) Scan(ctx context.Context, rng model.RowRange, opts ReadOptions)
 	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), lo, hi, false, opts.Stats)}
 	s.res = newResolver(s.m, snapshot, si, &s.opts)
 	s.res.scan = true
+	if opts.Reverse {
+		s.res.lower, s.res.upper = lo, hi
+		return s, nil
+	}
 	s.res.limit = hi
 	s.res.valid = s.m.SeekGE(lo)
 	return s, nil
@@ -467,7 +546,13 @@ func (s *Scanner) Next() bool {
 		}
 	}
 	s.row = model.Row{}
-	if !s.res.next(&s.row) {
+	var ok bool
+	if s.opts.Reverse {
+		ok = s.res.prev(&s.row)
+	} else {
+		ok = s.res.next(&s.row)
+	}
+	if !ok {
 		s.err, s.done = s.res.err(), true
 		return false
 	}

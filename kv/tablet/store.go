@@ -580,6 +580,28 @@ func (s *Store) Locate(table string, row []byte) (*Tablet, error) {
 	return list[i], nil
 }
 
+// locateBefore returns the tablet that serves the rows just before end
+// (end empty: the table's last rows), where a reverse scan goes next.
+func (s *Store) locateBefore(table string, end []byte) (*Tablet, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	list, ok := s.byTable[table]
+	if !ok && s.shared() {
+		return nil, fmt.Errorf("%w: no tablet of %q here", model.ErrNotServing, table)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: table %q", model.ErrNotFound, table)
+	}
+	i := len(list) - 1
+	if len(end) > 0 {
+		i = sort.Search(len(list), func(i int) bool { return bytes.Compare(list[i].rng.Start, end) >= 0 }) - 1
+	}
+	if i < 0 || (len(list[i].rng.End) > 0 && (len(end) == 0 || bytes.Compare(list[i].rng.End, end) < 0)) {
+		return nil, fmt.Errorf("%w: no tablet of %q serves the rows before %q", model.ErrNotServing, table, end)
+	}
+	return list[i], nil
+}
+
 // CreateTable creates a table whose tablets start at the given split rows.
 func (s *Store) CreateTable(ctx context.Context, name string, schema model.Schema, splits [][]byte) error {
 	if name == "" || strings.ContainsAny(name, "/\x00") {
@@ -919,6 +941,10 @@ type TableScanner struct {
 	opts  ReadOptions
 	cur   *Scanner
 	next  []byte // start of the rest of the range
+	// A reverse scan goes down from upper (nil: the table's end); last
+	// is set once the current tablet holds the range's start.
+	upper []byte
+	last  bool
 	n     int
 	row   model.Row
 	err   error
@@ -927,11 +953,18 @@ type TableScanner struct {
 
 // Scan streams the rows of rng in table, in order.
 func (s *Store) Scan(ctx context.Context, table string, rng model.RowRange, opts ReadOptions) *TableScanner {
-	return &TableScanner{s: s, ctx: ctx, table: table, rng: rng, opts: opts, next: rng.Start}
+	ts := &TableScanner{s: s, ctx: ctx, table: table, rng: rng, opts: opts, next: rng.Start}
+	if len(rng.End) > 0 {
+		ts.upper = rng.End
+	}
+	return ts
 }
 
 // Next advances to the next row.
 func (ts *TableScanner) Next() bool {
+	if ts.opts.Reverse {
+		return ts.prev()
+	}
 	for !ts.done {
 		if ts.opts.Limit > 0 && ts.n >= ts.opts.Limit {
 			break
@@ -973,6 +1006,57 @@ func (ts *TableScanner) Next() bool {
 			break
 		}
 		if ts.next == nil {
+			break
+		}
+	}
+	ts.done = true
+	return false
+}
+
+// prev is Next for a reverse scan: tablet by tablet from the range's end.
+func (ts *TableScanner) prev() bool {
+	for !ts.done {
+		if ts.opts.Limit > 0 && ts.n >= ts.opts.Limit {
+			break
+		}
+		if ts.cur == nil {
+			t, err := ts.s.locateBefore(ts.table, ts.upper)
+			if err != nil {
+				ts.err = err
+				break
+			}
+			opts := ts.opts
+			if opts.Limit > 0 {
+				opts.Limit -= ts.n
+			}
+			sc, err := t.Scan(ts.ctx, model.RowRange{Start: ts.rng.Start, End: ts.upper}, opts)
+			if err != nil {
+				if errors.Is(err, model.ErrNotServing) && t.retired.Load() {
+					continue
+				}
+				ts.err = err
+				break
+			}
+			ts.cur = sc
+			if len(t.rng.Start) == 0 || bytes.Compare(t.rng.Start, ts.rng.Start) <= 0 {
+				ts.last = true
+			} else {
+				ts.upper = t.rng.Start
+			}
+		}
+		if ts.cur.Next() {
+			ts.row = ts.cur.Row()
+			ts.n++
+			return true
+		}
+		err := ts.cur.Err()
+		ts.cur.Close()
+		ts.cur = nil
+		if err != nil {
+			ts.err = err
+			break
+		}
+		if ts.last {
 			break
 		}
 	}

@@ -893,7 +893,11 @@ type ScanRequest struct {
 	Ranges []*RowRange            `protobuf:"bytes,2,rep,name=ranges,proto3" json:"ranges,omitempty"`
 	Filter *Filter                `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	// row_limit is the most rows returned in all; 0 means no limit.
-	RowLimit      int64 `protobuf:"varint,4,opt,name=row_limit,json=rowLimit,proto3" json:"row_limit,omitempty"`
+	RowLimit int64 `protobuf:"varint,4,opt,name=row_limit,json=rowLimit,proto3" json:"row_limit,omitempty"`
+	// reversed returns the rows in descending key order: the ranges last
+	// to first, each from its end. A resume_after then means "continue just
+	// before this row".
+	Reversed      bool `protobuf:"varint,5,opt,name=reversed,proto3" json:"reversed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -954,6 +958,13 @@ func (x *ScanRequest) GetRowLimit() int64 {
 		return x.RowLimit
 	}
 	return 0
+}
+
+func (x *ScanRequest) GetReversed() bool {
+	if x != nil {
+		return x.Reversed
+	}
+	return false
 }
 
 type ScanResponse struct {
@@ -3583,12 +3594,13 @@ const file_tablet_proto_rawDesc = "" +
 	"\x0fReadRowResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12$\n" +
 	"\x03row\x18\x02 \x01(\v2\x12.cellar.tablet.RowR\x03row\x12.\n" +
-	"\x05stats\x18\x03 \x01(\v2\x18.cellar.tablet.ReadStatsR\x05stats\"\xa0\x01\n" +
+	"\x05stats\x18\x03 \x01(\v2\x18.cellar.tablet.ReadStatsR\x05stats\"\xbc\x01\n" +
 	"\vScanRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12/\n" +
 	"\x06ranges\x18\x02 \x03(\v2\x17.cellar.tablet.RowRangeR\x06ranges\x12-\n" +
 	"\x06filter\x18\x03 \x01(\v2\x15.cellar.tablet.FilterR\x06filter\x12\x1b\n" +
-	"\trow_limit\x18\x04 \x01(\x03R\browLimit\"\x9d\x01\n" +
+	"\trow_limit\x18\x04 \x01(\x03R\browLimit\x12\x1a\n" +
+	"\breversed\x18\x05 \x01(\bR\breversed\"\x9d\x01\n" +
 	"\fScanResponse\x12&\n" +
 	"\x04rows\x18\x01 \x03(\v2\x12.cellar.tablet.RowR\x04rows\x12!\n" +
 	"\fresume_after\x18\x02 \x01(\fR\vresumeAfter\x12\x12\n" +

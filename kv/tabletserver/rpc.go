@@ -295,6 +295,10 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	if err := checkRanges(ranges); err != nil {
 		return err
 	}
+	if req.Reversed {
+		ranges = slices.Clone(ranges)
+		slices.Reverse(ranges)
+	}
 	ctx := stream.Context()
 	sent := int64(0)
 	bounded := f.dropsRows()
@@ -318,6 +322,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	}
 	for _, r := range ranges {
 		opts := f.withStats(&st)
+		opts.Reverse = req.Reversed
 		if req.RowLimit > 0 && !f.dropsRows() {
 			opts.Limit = int(req.RowLimit - sent)
 		}

@@ -145,6 +145,22 @@ func TestReadStatsRPCs(t *testing.T) {
 	if last := msgs[len(msgs)-1]; !last.More || string(last.ResumeAfter) != "r03" || st.Rows != 5 {
 		t.Fatalf("a scan that stopped early: %v", last)
 	}
+	// Reversed, it stops at the fifth row from the end.
+	msgs = scanMessages(t, ts, &pb.ScanRequest{Table: "t", Reversed: true, Filter: &pb.Filter{ValueRegex: "nothing", WantStats: true}})
+	if last := msgs[len(msgs)-1]; !last.More || string(last.ResumeAfter) != "r26" {
+		t.Fatalf("a reversed scan that stopped early: %v", last)
+	}
+	// Reversed over two ranges: the last range first, each from its end.
+	var keys []string
+	for _, m := range scanMessages(t, ts, &pb.ScanRequest{Table: "t", Reversed: true, RowLimit: 5,
+		Ranges: []*pb.RowRange{{Start: []byte("r03"), End: []byte("r06")}, {Start: []byte("r27")}}}) {
+		for _, r := range m.Rows {
+			keys = append(keys, string(r.Key))
+		}
+	}
+	if strings.Join(keys, ",") != "r29,r28,r27,r05,r04" {
+		t.Fatalf("a reversed scan of two ranges: %v", keys)
+	}
 
 	// Aggregate: stats only when asked.
 	agg := &pb.AggregateRequest{Table: "t", Ranges: []*pb.RowRange{{Start: []byte("m")}}, Aggs: []*pb.AggSpec{{Func: pb.AggSpec_COUNT_ROWS}}}

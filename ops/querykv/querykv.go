@@ -186,6 +186,10 @@ func (k *KV) Scan(ctx context.Context, table string, rng model.RowRange, f query
 	return &scanner{Scanner: k.Client.Scan(ctx, table, rng, filter(f), limit), stats: f.Stats}
 }
 
+func (k *KV) ScanReversed(ctx context.Context, table string, rng model.RowRange, f query.ReadFilter, limit int64) query.RowIterator {
+	return &scanner{Scanner: k.Client.ScanReversed(ctx, table, rng, filter(f), limit), stats: f.Stats}
+}
+
 // scanner adds its statistics to the filter's once it ends.
 type scanner struct {
 	*kvclient.Scanner
