@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,14 +57,34 @@ type conn struct {
 	skipping bool
 	stmts    map[string]*prepared
 	portals  map[string]*portal
+
+	// Reused for each DataRow: Send encodes a message at once, so its
+	// memory is free again when Send returns.
+	dataRow pgproto3.DataRow
+	rowBuf  []byte
 }
 
 type prepared struct {
 	st *query.Statement // nil: an empty statement
+	// desc is the statement's last RowDescription and the result
+	// formats it was made for: libpq describes the portal of every
+	// execution of a prepared statement.
+	desc        *pgproto3.RowDescription
+	descFormats []int16
+}
+
+// rowDescription returns the statement's RowDescription for the result
+// formats, made once for as long as the formats stay the same.
+func (p *prepared) rowDescription(formats []int16) *pgproto3.RowDescription {
+	if p.desc == nil || !slices.Equal(p.descFormats, formats) {
+		p.desc, p.descFormats = rowDescription(p.st.Columns, formats), slices.Clone(formats)
+	}
+	return p.desc
 }
 
 type portal struct {
 	st      *query.Statement
+	prep    *prepared
 	args    []any
 	formats []int16 // per result column
 	res     *query.Result

@@ -37,6 +37,14 @@ func encodeText(oid uint32, v any, st pgtypes.Style) []byte {
 	return []byte(pgeval.FormatTextStyle(oid, v, st))
 }
 
+// appendText appends v in PostgreSQL's text format for type oid.
+func appendText(b []byte, oid uint32, v any, st pgtypes.Style) []byte {
+	if x, ok := v.(string); ok && (oid == pgtypes.OIDText || oid == pgtypes.OIDVarchar) {
+		return append(b, x...)
+	}
+	return append(b, pgeval.FormatTextStyle(oid, v, st)...)
+}
+
 // encodeBinary writes v in PostgreSQL's binary format for type oid.
 func encodeBinary(oid uint32, v any) ([]byte, error) {
 	return appendBinary(nil, oid, v), nil

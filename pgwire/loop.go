@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -249,25 +251,34 @@ func rowDescription(cols []pgtypes.Column, formats []int16) *pgproto3.RowDescrip
 // sendRows sends rows [from, to) of a result in the given formats.
 func (c *conn) sendRows(res *query.Result, from, to int, formats []int16) error {
 	style := sessionStyle(c.sess)
+	dr := &c.dataRow
 	for _, row := range res.Rows[from:to] {
-		dr := &pgproto3.DataRow{Values: make([][]byte, len(row))}
+		dr.Values = slices.Grow(dr.Values[:0], len(row))[:len(row)]
+		buf := c.rowBuf[:0]
+		if buf == nil {
+			buf = make([]byte, 0, 512) // never nil: a nil value is NULL
+		}
 		for i, v := range row {
+			dr.Values[i] = nil
 			if v == nil {
 				continue
 			}
 			oid := res.Columns[i].OID
+			n := len(buf)
 			if i < len(formats) && formats[i] == 1 {
-				b, err := encodeBinary(oid, v)
-				if err != nil {
-					return sqlstate.Errorf(sqlstate.CodeInternal, "column %q: %v", res.Columns[i].Name, err)
-				}
-				dr.Values[i] = b
+				buf = appendBinary(buf, oid, v)
 			} else {
-				dr.Values[i] = encodeText(oid, v, style)
+				buf = appendText(buf, oid, v, style)
 			}
-			c.pending += len(dr.Values[i])
+			// A value's bytes stay put if buf grows later: the old
+			// array lives on until Send has copied it.
+			dr.Values[i] = buf[n:len(buf):len(buf)]
+			c.pending += len(buf) - n
 		}
 		c.be.Send(dr)
+		if cap(buf) <= 1<<20 {
+			c.rowBuf = buf // a huge row's buffer is not kept
+		}
 		if c.pending >= flushThreshold {
 			if err := c.be.Flush(); err != nil {
 				return err
@@ -368,7 +379,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 			return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported format code %d", formats[i])
 		}
 	}
-	c.portals[m.DestinationPortal] = &portal{st: p.st, args: args, formats: formats}
+	c.portals[m.DestinationPortal] = &portal{st: p.st, prep: p, args: args, formats: formats}
 	c.be.Send(&pgproto3.BindComplete{})
 	return nil
 }
@@ -389,7 +400,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		if p.st.Columns == nil {
 			c.be.Send(&pgproto3.NoData{})
 		} else {
-			c.be.Send(rowDescription(p.st.Columns, nil))
+			c.be.Send(p.rowDescription(nil))
 		}
 	case 'P':
 		p, ok := c.portals[m.Name]
@@ -405,7 +416,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		if p.st == nil || p.st.Columns == nil {
 			c.be.Send(&pgproto3.NoData{})
 		} else {
-			c.be.Send(rowDescription(p.st.Columns, p.formats))
+			c.be.Send(p.prep.rowDescription(p.formats))
 		}
 	default:
 		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType)
@@ -461,7 +472,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	}
 	tag := p.res.Tag
 	if strings.HasPrefix(tag, "SELECT ") {
-		tag = fmt.Sprintf("SELECT %d", sent)
+		tag = "SELECT " + strconv.Itoa(sent)
 	}
 	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 	c.sendParamChanges()

@@ -54,7 +54,7 @@ type Session struct {
 	set      settings
 	txSaved  *settings // the settings at BEGIN, restored by ROLLBACK
 	tx       TxStatus
-	reported map[string]string // reported settings as last sent
+	reported []string // reported settings as last sent, as settings.reported; nil: none sent
 	cursors  map[string]*cursor
 	// savepoints of the transaction block, oldest first, each with the
 	// settings at its start.
@@ -78,7 +78,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, reported: map[string]string{}, cursors: map[string]*cursor{}}
+	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, cursors: map[string]*cursor{}}
 	if opts.ApplicationName != "" {
 		s.set.byName["application_name"].value = opts.ApplicationName
 	}
@@ -109,10 +109,13 @@ func (s *Session) Setting(name string) (string, bool) {
 // not been sent yet (all of them at first), by PostgreSQL's names.
 func (s *Session) ReportChanges() [][2]string {
 	var out [][2]string
-	for _, k := range s.set.reported {
-		st := s.set.byName[k]
-		if v, sent := s.reported[st.name]; !sent || v != st.value {
-			s.reported[st.name] = st.value
+	first := s.reported == nil
+	if first {
+		s.reported = make([]string, len(s.set.reportedSet))
+	}
+	for i, st := range s.set.reportedSet {
+		if first || s.reported[i] != st.value {
+			s.reported[i] = st.value
 			out = append(out, [2]string{st.name, st.value})
 		}
 	}

@@ -168,6 +168,8 @@ type settings struct {
 	// reported are the names of the reported settings, sorted: every
 	// statement's ReportChanges walks them (the set never changes).
 	reported []string
+	// reportedSet are those settings, in the same order (set by bind).
+	reportedSet []*setting
 }
 
 func newSettings(user string, superuser bool) settings {
@@ -196,7 +198,11 @@ func (s settings) clone() settings {
 
 // bind gives the checks that depend on a setting's current value (a
 // DateStyle part keeps the other part) that setting.
-func (s settings) bind() {
+func (s *settings) bind() {
+	s.reportedSet = s.reportedSet[:0]
+	for _, k := range s.reported {
+		s.reportedSet = append(s.reportedSet, s.byName[k])
+	}
 	if ds := s.byName["datestyle"]; ds != nil {
 		ds.check = func(v string) (string, *sqlstate.Error) { return checkDateStyle(v, ds.value) }
 	}

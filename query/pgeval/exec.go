@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -164,6 +165,12 @@ type scanNode struct {
 	reverse        bool
 	extra          map[int]bool
 	oids           []uint32 // the relation's column types
+
+	// The request's parts that stay the same from run to run, made on
+	// the first (compilation is over by then).
+	fixed      sync.Once
+	reqFilters []Filter
+	reqNeeded  []bool
 }
 
 // normalizeRow brings a relation's values to this package's Go types:
@@ -212,15 +219,18 @@ func normalizeRow(r []any, oids []uint32) error {
 }
 
 func (n *scanNode) request(ec *evalCtx) ScanRequest {
-	req := ScanRequest{Limit: -1, Args: ec.args, Env: ec.env, Reverse: n.reverse}
-	for i, f := range n.filters {
-		req.Filters = append(req.Filters, Filter{Node: n.filterNodes[i], Expr: f})
-	}
-	req.Needed = make([]bool, n.ncols)
-	used := n.used()
-	for i := range req.Needed {
-		req.Needed[i] = used[n.offset+i]
-	}
+	n.fixed.Do(func() {
+		for i, f := range n.filters {
+			n.reqFilters = append(n.reqFilters, Filter{Node: n.filterNodes[i], Expr: f})
+		}
+		n.reqNeeded = make([]bool, n.ncols)
+		used := n.used()
+		for i := range n.reqNeeded {
+			n.reqNeeded[i] = used[n.offset+i]
+		}
+	})
+	// Relations may keep what they are given but not change it.
+	req := ScanRequest{Limit: -1, Args: ec.args, Env: ec.env, Reverse: n.reverse, Filters: n.reqFilters, Needed: n.reqNeeded}
 	if n.limit != nil {
 		if l, err := n.limit.eval(ec, nil); err == nil && l != nil {
 			total := l.(int64)
@@ -242,31 +252,42 @@ func (n *scanNode) open(ec *evalCtx) (iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &funcIter{nextf: func() ([]any, error) {
-		for {
-			if err := canceled(ec); err != nil {
-				return nil, err
-			}
-			r, err := rows.Next(ec.ctx)
-			if err != nil {
-				return nil, err
-			}
-			if len(r) < n.ncols {
-				r = append(r, make([]any, n.ncols-len(r))...)
-			}
-			if err := normalizeRow(r, n.oids); err != nil {
-				return nil, err
-			}
-			ok, err := passes(ec, r, n.filters)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				return r, nil
-			}
-		}
-	}, closef: rows.Close}, nil
+	return &scanIter{n: n, ec: ec, rows: rows}, nil
 }
+
+type scanIter struct {
+	n    *scanNode
+	ec   *evalCtx
+	rows Rows
+}
+
+func (s *scanIter) next() ([]any, error) {
+	n, ec := s.n, s.ec
+	for {
+		if err := canceled(ec); err != nil {
+			return nil, err
+		}
+		r, err := s.rows.Next(ec.ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(r) < n.ncols {
+			r = append(r, make([]any, n.ncols-len(r))...)
+		}
+		if err := normalizeRow(r, n.oids); err != nil {
+			return nil, err
+		}
+		ok, err := passes(ec, r, n.filters)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return r, nil
+		}
+	}
+}
+
+func (s *scanIter) close() { s.rows.Close() }
 
 func (n *scanNode) explain() (string, []string, []node) {
 	var props []string
@@ -645,6 +666,9 @@ func (n *projectNode) open(ec *evalCtx) (iter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(n.srfs) == 0 {
+		return &projectIter{n: n, ec: ec, in: it}, nil
+	}
 	var pending [][]any
 	project := func(row []any) ([]any, error) {
 		out := make([]any, len(n.exprs))
@@ -701,6 +725,29 @@ func (n *projectNode) open(ec *evalCtx) (iter, error) {
 		}
 	}, closef: it.close}, nil
 }
+
+// projectIter is a projection without set-returning functions.
+type projectIter struct {
+	n  *projectNode
+	ec *evalCtx
+	in iter
+}
+
+func (p *projectIter) next() ([]any, error) {
+	row, err := p.in.next()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(p.n.exprs))
+	for i, e := range p.n.exprs {
+		if out[i], err = e.eval(p.ec, row); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (p *projectIter) close() { p.in.close() }
 
 func (n *projectNode) explain() (string, []string, []node) {
 	if len(n.srfs) > 0 {
@@ -1101,7 +1148,7 @@ func (n *cteScanNode) open(ec *evalCtx) (iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec.run.subs[n.def] = rows
+	ec.run.setSub(n.def, rows)
 	return &sliceIter{rows: rows}, nil
 }
 
@@ -1155,7 +1202,7 @@ func runRecursive(def *cteDef, ec *evalCtx) ([][]any, error) {
 		if err := canceled(ec); err != nil {
 			return nil, err
 		}
-		ec.run.subs[workKey{def}] = work
+		ec.run.setSub(workKey{def}, work)
 		next, _, err := materialize(def.step, ec)
 		if err != nil {
 			return nil, err

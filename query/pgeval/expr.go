@@ -128,12 +128,20 @@ func (e *Expr) Eval(ctx context.Context, env *Env, row []any, args []any) (v any
 	return e.eval(ec, row)
 }
 
+// setSub remembers a subquery's or work table's rows for the run.
+func (r *runState) setSub(key any, rows [][]any) {
+	if r.subs == nil {
+		r.subs = map[any][][]any{}
+	}
+	r.subs[key] = rows
+}
+
 func newRunState(env *Env) *runState {
 	b := int64(64 << 20)
 	if env != nil && env.SortBudget > 0 {
 		b = env.SortBudget
 	}
-	return &runState{subs: map[any][][]any{}, budget: b}
+	return &runState{budget: b} // subs is made on first use: most runs have no subquery
 }
 
 func constExpr(oid uint32, name string, v any) *Expr {

@@ -1547,7 +1547,7 @@ func (c *compiler) subLink(sl *pg.SubLink, sc *scope) (*Expr, error) {
 			out = append(out, r)
 		}
 		if !correlated && limit < 0 {
-			ec.run.subs[key] = out
+			ec.run.setSub(key, out)
 		} else {
 			// The caller uses the rows at once; they do not stay held.
 			ec.release(held)

@@ -114,7 +114,7 @@ func catalog(ec *evalCtx, rel string) (*catTable, error) {
 		t.rows = append(t.rows, row)
 	}
 	if ec.run != nil {
-		ec.run.subs[key] = [][]any{{t}}
+		ec.run.setSub(key, [][]any{{t}})
 	}
 	return t, nil
 }
