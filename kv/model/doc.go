@@ -39,4 +39,13 @@
 //
 // Because MaxInt64 is not a valid cell timestamp, no cell can sort before the
 // family or row marker that covers it.
+//
+// # Row filters
+//
+// RowFilter is Cloud Bigtable's google.bigtable.v2.RowFilter without the
+// generated code: CompileRowFilter validates a tree as the service does, and
+// a RowFilterEvaluator applies it to one row at a time with reusable
+// buffers, for the tablet servers' scan path. Regexes match bytes, as RE2's
+// Latin-1 mode does. The doc comment of RowFilter spells out the semantics
+// and lists where bttest, the emulator, differs.
 package model
