@@ -38,6 +38,12 @@ type Filter struct {
 	// ReadRowStats, Scanner.Stats and AggregateSpec.Stats. Without it
 	// those are zero. Other operations ignore it.
 	WantStats bool
+	// RowFilter, if not nil, is a Cloud Bigtable row filter the tablet
+	// servers apply to each row after the fields above (nil passes all).
+	// A row it leaves without cells is not returned and does not count
+	// toward a scan's limit; its labels come back in model.Row.Labels. As
+	// a CheckAndMutate predicate, the row matches if any cell passes.
+	RowFilter *model.RowFilter
 }
 
 // ReadStats is the work reads did on the tablet servers, for statistics

@@ -68,6 +68,9 @@ func ExpectsHold(cells []Cell, ex []Expect) bool {
 type Row struct {
 	Key   []byte
 	Cells []Cell
+	// Labels, if not nil, holds each cell's labels, parallel to Cells:
+	// what a Bigtable row filter's apply_label_transformer attached.
+	Labels [][]string
 }
 
 // TimeRange is the half-open interval [Start, End) of microsecond
