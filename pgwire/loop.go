@@ -27,7 +27,10 @@ func (c *conn) loop() {
 			c.receiveFailed(err)
 			return
 		}
-		c.nc.SetReadDeadline(time.Time{})
+		if c.deadlineSet {
+			c.nc.SetReadDeadline(time.Time{}) // a statement may read (COPY) for long
+			c.deadlineSet = false
+		}
 		if c.skipping {
 			switch msg.(type) {
 			case *pgproto3.Sync, *pgproto3.Terminate:
@@ -94,8 +97,11 @@ func (c *conn) setIdleDeadline() {
 	}
 	if d > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(d))
-	} else {
+		c.deadlineSet = true
+	} else if c.deadlineSet {
+		// Clearing a deadline that is not set still costs a timer update.
 		c.nc.SetReadDeadline(time.Time{})
+		c.deadlineSet = false
 	}
 }
 

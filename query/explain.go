@@ -123,7 +123,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 				}
 				lines = append(lines, "  Result: "+r.Tag)
 			} else if q != nil {
-				rows, err := q.plan.Run(ctx, s.env(q.cat), args)
+				rows, err := q.plan.RunAnalyzed(ctx, s.env(q.cat), args)
 				if err != nil {
 					return nil, err
 				}

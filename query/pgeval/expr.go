@@ -24,11 +24,13 @@ type evalCtx struct {
 }
 
 // runState is per execution: caches of uncorrelated subqueries and CTEs,
-// the memory budget, and EXPLAIN ANALYZE counters.
+// the memory budget, and whether the nodes count their rows and time
+// (EXPLAIN ANALYZE).
 type runState struct {
-	subs   map[any][][]any
-	budget int64
-	used   int64
+	subs    map[any][][]any
+	budget  int64
+	used    int64
+	analyze bool
 }
 
 func (ec *evalCtx) withOuter(row []any) *evalCtx {

@@ -260,7 +260,7 @@ func runQuery(env *Env, sql string, args []string, explain int) string {
 		cols = append(cols, c.Name+":"+typeShortName(c.OID))
 	}
 	b.WriteString(strings.Join(cols, " | ") + "\n")
-	rows, err := p.Run(ctx, env, argv)
+	rows, err := p.RunAnalyzed(ctx, env, argv)
 	if err != nil {
 		return fmtErr(err)
 	}

@@ -78,6 +78,16 @@ func (c *compiler) finalParams() []uint32 {
 
 // Run executes the plan.
 func (p *Plan) Run(ctx context.Context, env *Env, args []any) (rows Rows, err error) {
+	return p.run(ctx, env, args, false)
+}
+
+// RunAnalyzed executes the plan counting each node's rows, loops and
+// time, which Explain(true) reports (EXPLAIN ANALYZE).
+func (p *Plan) RunAnalyzed(ctx context.Context, env *Env, args []any) (rows Rows, err error) {
+	return p.run(ctx, env, args, true)
+}
+
+func (p *Plan) run(ctx context.Context, env *Env, args []any, analyze bool) (rows Rows, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			rows, err = nil, sqlstate.Errorf(sqlstate.CodeInternal, "internal error running statement: %v", r)
@@ -87,6 +97,7 @@ func (p *Plan) Run(ctx context.Context, env *Env, args []any) (rows Rows, err er
 		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(args), len(p.params))
 	}
 	ec := &evalCtx{ctx: ctx, env: env, args: args, run: newRunState(env)}
+	ec.run.analyze = analyze
 	it, err := openNode(p.root, ec)
 	if err != nil {
 		return nil, err
