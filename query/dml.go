@@ -86,22 +86,8 @@ func (s *Session) userTarget(ctx context.Context, rv *pg.RangeVar, stmt protoMes
 	if rv.Alias != nil {
 		names = map[string]bool{rv.Alias.Aliasname: true}
 	}
-	var extra []catalog.Column
-	seen := map[string]bool{}
-	for _, c := range def.Visible() {
-		seen[c.Name] = true
-	}
-	use := func(name string) bool {
-		if seen[name] {
-			return true
-		}
-		col, ok := def.Column(name)
-		if ok {
-			seen[name] = true
-			extra = append(extra, col)
-		}
-		return ok
-	}
+	cols := newStmtColumns(def)
+	use := cols.use
 	// Columns a write names as its targets (INSERT's list, SET's).
 	walk(stmt, func(m protoMessage) bool {
 		if rt, ok := m.(*pg.ResTarget); ok && rt.Name != "" {
@@ -136,7 +122,7 @@ func (s *Session) userTarget(ctx context.Context, rv *pg.RangeVar, stmt protoMes
 	if bad != nil {
 		return nil, bad
 	}
-	t := &target{name: rv.Relname, def: def, codec: newRowCodec(def, extra)}
+	t := &target{name: rv.Relname, def: def, codec: newRowCodec(def, cols.extra)}
 	t.scope = t.codec.columns()
 	if excluded {
 		for _, c := range t.codec.columns() {

@@ -251,23 +251,8 @@ func (s *Session) resolveNames(ctx context.Context, n *pg.Node, cat *stmtCatalog
 		}
 		only = d
 	}
-	cat.extra = map[string][]catalog.Column{}
-	seen := map[string]bool{}
-	for _, c := range only.Visible() {
-		seen[c.Name] = true
-	}
-	use := func(name string) bool {
-		if seen[name] {
-			return true
-		}
-		col, ok := only.Column(name)
-		if !ok {
-			return false
-		}
-		seen[name] = true
-		cat.extra[only.Name] = append(cat.extra[only.Name], col)
-		return true
-	}
+	cols := newStmtColumns(only)
+	use := cols.use
 	columnRefs(n, false, func(c *pg.ColumnRef) {
 		f := fieldNames(c)
 		switch {
@@ -281,7 +266,39 @@ func (s *Session) resolveNames(ctx context.Context, n *pg.Node, cat *stmtCatalog
 			c.Fields = []*pg.Node{c.Fields[0], strNode(f[1] + ":" + f[2])}
 		}
 	})
+	cat.extra = map[string][]catalog.Column{only.Name: cols.extra}
 	return nil
+}
+
+// stmtColumns collects the columns of a table that a statement names:
+// its visible ones, and the undeclared qualifiers of its open families
+// that the statement uses, which become columns for this statement.
+type stmtColumns struct {
+	def   *catalog.Table
+	seen  map[string]bool
+	extra []catalog.Column
+}
+
+func newStmtColumns(def *catalog.Table) *stmtColumns {
+	c := &stmtColumns{def: def, seen: map[string]bool{}}
+	for _, col := range def.Visible() {
+		c.seen[col.Name] = true
+	}
+	return c
+}
+
+// use reports whether name is a column of the table, adding an
+// undeclared qualifier's column the first time.
+func (c *stmtColumns) use(name string) bool {
+	if c.seen[name] {
+		return true
+	}
+	col, ok := c.def.Column(name)
+	if ok {
+		c.seen[name] = true
+		c.extra = append(c.extra, col)
+	}
+	return ok
 }
 
 // compileAsOf plans a query that reads its tables as of a past time:
