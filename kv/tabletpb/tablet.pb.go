@@ -24,6 +24,157 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Kind has the numbers of kv/model.RowFilterKind; the names are the
+// google.bigtable.v2.RowFilter field names.
+type RowFilter_Kind int32
+
+const (
+	RowFilter_PASS_ALL_FILTER               RowFilter_Kind = 0
+	RowFilter_BLOCK_ALL_FILTER              RowFilter_Kind = 1
+	RowFilter_CHAIN                         RowFilter_Kind = 2
+	RowFilter_INTERLEAVE                    RowFilter_Kind = 3
+	RowFilter_CONDITION                     RowFilter_Kind = 4
+	RowFilter_SINK                          RowFilter_Kind = 5
+	RowFilter_ROW_KEY_REGEX_FILTER          RowFilter_Kind = 6
+	RowFilter_ROW_SAMPLE_FILTER             RowFilter_Kind = 7
+	RowFilter_FAMILY_NAME_REGEX_FILTER      RowFilter_Kind = 8
+	RowFilter_COLUMN_QUALIFIER_REGEX_FILTER RowFilter_Kind = 9
+	RowFilter_COLUMN_RANGE_FILTER           RowFilter_Kind = 10
+	RowFilter_TIMESTAMP_RANGE_FILTER        RowFilter_Kind = 11
+	RowFilter_VALUE_REGEX_FILTER            RowFilter_Kind = 12
+	RowFilter_VALUE_RANGE_FILTER            RowFilter_Kind = 13
+	RowFilter_VALUE_BITMASK_FILTER          RowFilter_Kind = 14
+	RowFilter_CELLS_PER_ROW_OFFSET_FILTER   RowFilter_Kind = 15
+	RowFilter_CELLS_PER_ROW_LIMIT_FILTER    RowFilter_Kind = 16
+	RowFilter_CELLS_PER_COLUMN_LIMIT_FILTER RowFilter_Kind = 17
+	RowFilter_STRIP_VALUE_TRANSFORMER       RowFilter_Kind = 18
+	RowFilter_APPLY_LABEL_TRANSFORMER       RowFilter_Kind = 19
+)
+
+// Enum value maps for RowFilter_Kind.
+var (
+	RowFilter_Kind_name = map[int32]string{
+		0:  "PASS_ALL_FILTER",
+		1:  "BLOCK_ALL_FILTER",
+		2:  "CHAIN",
+		3:  "INTERLEAVE",
+		4:  "CONDITION",
+		5:  "SINK",
+		6:  "ROW_KEY_REGEX_FILTER",
+		7:  "ROW_SAMPLE_FILTER",
+		8:  "FAMILY_NAME_REGEX_FILTER",
+		9:  "COLUMN_QUALIFIER_REGEX_FILTER",
+		10: "COLUMN_RANGE_FILTER",
+		11: "TIMESTAMP_RANGE_FILTER",
+		12: "VALUE_REGEX_FILTER",
+		13: "VALUE_RANGE_FILTER",
+		14: "VALUE_BITMASK_FILTER",
+		15: "CELLS_PER_ROW_OFFSET_FILTER",
+		16: "CELLS_PER_ROW_LIMIT_FILTER",
+		17: "CELLS_PER_COLUMN_LIMIT_FILTER",
+		18: "STRIP_VALUE_TRANSFORMER",
+		19: "APPLY_LABEL_TRANSFORMER",
+	}
+	RowFilter_Kind_value = map[string]int32{
+		"PASS_ALL_FILTER":               0,
+		"BLOCK_ALL_FILTER":              1,
+		"CHAIN":                         2,
+		"INTERLEAVE":                    3,
+		"CONDITION":                     4,
+		"SINK":                          5,
+		"ROW_KEY_REGEX_FILTER":          6,
+		"ROW_SAMPLE_FILTER":             7,
+		"FAMILY_NAME_REGEX_FILTER":      8,
+		"COLUMN_QUALIFIER_REGEX_FILTER": 9,
+		"COLUMN_RANGE_FILTER":           10,
+		"TIMESTAMP_RANGE_FILTER":        11,
+		"VALUE_REGEX_FILTER":            12,
+		"VALUE_RANGE_FILTER":            13,
+		"VALUE_BITMASK_FILTER":          14,
+		"CELLS_PER_ROW_OFFSET_FILTER":   15,
+		"CELLS_PER_ROW_LIMIT_FILTER":    16,
+		"CELLS_PER_COLUMN_LIMIT_FILTER": 17,
+		"STRIP_VALUE_TRANSFORMER":       18,
+		"APPLY_LABEL_TRANSFORMER":       19,
+	}
+)
+
+func (x RowFilter_Kind) Enum() *RowFilter_Kind {
+	p := new(RowFilter_Kind)
+	*p = x
+	return p
+}
+
+func (x RowFilter_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RowFilter_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_tablet_proto_enumTypes[0].Descriptor()
+}
+
+func (RowFilter_Kind) Type() protoreflect.EnumType {
+	return &file_tablet_proto_enumTypes[0]
+}
+
+func (x RowFilter_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RowFilter_Kind.Descriptor instead.
+func (RowFilter_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{5, 0}
+}
+
+type Bound_Kind int32
+
+const (
+	Bound_UNBOUNDED Bound_Kind = 0
+	Bound_CLOSED    Bound_Kind = 1
+	Bound_OPEN      Bound_Kind = 2
+)
+
+// Enum value maps for Bound_Kind.
+var (
+	Bound_Kind_name = map[int32]string{
+		0: "UNBOUNDED",
+		1: "CLOSED",
+		2: "OPEN",
+	}
+	Bound_Kind_value = map[string]int32{
+		"UNBOUNDED": 0,
+		"CLOSED":    1,
+		"OPEN":      2,
+	}
+)
+
+func (x Bound_Kind) Enum() *Bound_Kind {
+	p := new(Bound_Kind)
+	*p = x
+	return p
+}
+
+func (x Bound_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Bound_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_tablet_proto_enumTypes[1].Descriptor()
+}
+
+func (Bound_Kind) Type() protoreflect.EnumType {
+	return &file_tablet_proto_enumTypes[1]
+}
+
+func (x Bound_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Bound_Kind.Descriptor instead.
+func (Bound_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{6, 0}
+}
+
 type Condition_Op int32
 
 const (
@@ -75,11 +226,11 @@ func (x Condition_Op) String() string {
 }
 
 func (Condition_Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_tablet_proto_enumTypes[0].Descriptor()
+	return file_tablet_proto_enumTypes[2].Descriptor()
 }
 
 func (Condition_Op) Type() protoreflect.EnumType {
-	return &file_tablet_proto_enumTypes[0]
+	return &file_tablet_proto_enumTypes[2]
 }
 
 func (x Condition_Op) Number() protoreflect.EnumNumber {
@@ -88,7 +239,7 @@ func (x Condition_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Condition_Op.Descriptor instead.
 func (Condition_Op) EnumDescriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type AggSpec_Func int32
@@ -130,11 +281,11 @@ func (x AggSpec_Func) String() string {
 }
 
 func (AggSpec_Func) Descriptor() protoreflect.EnumDescriptor {
-	return file_tablet_proto_enumTypes[1].Descriptor()
+	return file_tablet_proto_enumTypes[3].Descriptor()
 }
 
 func (AggSpec_Func) Type() protoreflect.EnumType {
-	return &file_tablet_proto_enumTypes[1]
+	return &file_tablet_proto_enumTypes[3]
 }
 
 func (x AggSpec_Func) Number() protoreflect.EnumNumber {
@@ -143,15 +294,18 @@ func (x AggSpec_Func) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AggSpec_Func.Descriptor instead.
 func (AggSpec_Func) EnumDescriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{46, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{48, 0}
 }
 
 type Cell struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Family        string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
-	Qualifier     []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
-	Timestamp     int64                  `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	Timestamp int64                  `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Value     []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	// labels are what a row filter's apply_label_transformer attached to
+	// the cell (at most one label); a read's cells only.
+	Labels        []string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -210,6 +364,13 @@ func (x *Cell) GetTimestamp() int64 {
 func (x *Cell) GetValue() []byte {
 	if x != nil {
 		return x.Value
+	}
+	return nil
+}
+
+func (x *Cell) GetLabels() []string {
+	if x != nil {
+		return x.Labels
 	}
 	return nil
 }
@@ -393,7 +554,14 @@ type Filter struct {
 	Conditions []*Condition `protobuf:"bytes,6,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	// want_stats asks ReadRow, Scan and Aggregate for the read's
 	// statistics (ReadStats) in their responses; other RPCs ignore it.
-	WantStats     bool `protobuf:"varint,7,opt,name=want_stats,json=wantStats,proto3" json:"want_stats,omitempty"`
+	WantStats bool `protobuf:"varint,7,opt,name=want_stats,json=wantStats,proto3" json:"want_stats,omitempty"`
+	// row_filter, if set, is a Cloud Bigtable row filter applied to each
+	// row after the fields above (the cells they pass are its input). A
+	// row it leaves without cells is not returned and does not count
+	// toward a scan's row_limit; its output may carry labels and stripped
+	// (empty) values. As a CheckAndMutate predicate the row matches if it
+	// outputs any cell. Aggregate rejects it.
+	RowFilter     *RowFilter `protobuf:"bytes,8,opt,name=row_filter,json=rowFilter,proto3" json:"row_filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,6 +645,237 @@ func (x *Filter) GetWantStats() bool {
 	return false
 }
 
+func (x *Filter) GetRowFilter() *RowFilter {
+	if x != nil {
+		return x.RowFilter
+	}
+	return nil
+}
+
+// RowFilter is kv/model.RowFilter, google.bigtable.v2.RowFilter as a
+// tree: kind picks the case and the fields that case uses, as the model's
+// fields of the same names; the server validates it as
+// model.CompileRowFilter does (InvalidArgument otherwise).
+type RowFilter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  RowFilter_Kind         `protobuf:"varint,1,opt,name=kind,proto3,enum=cellar.tablet.RowFilter_Kind" json:"kind,omitempty"`
+	// filters are a chain's or an interleave's.
+	Filters []*RowFilter `protobuf:"bytes,2,rep,name=filters,proto3" json:"filters,omitempty"`
+	// A condition's filters: an unset predicate passes all, an unset
+	// true_filter or false_filter outputs nothing.
+	Predicate   *RowFilter `protobuf:"bytes,3,opt,name=predicate,proto3" json:"predicate,omitempty"`
+	TrueFilter  *RowFilter `protobuf:"bytes,4,opt,name=true_filter,json=trueFilter,proto3" json:"true_filter,omitempty"`
+	FalseFilter *RowFilter `protobuf:"bytes,5,opt,name=false_filter,json=falseFilter,proto3" json:"false_filter,omitempty"`
+	// regex is the RE2 pattern (Latin-1 bytes) of the regex filters.
+	Regex       []byte  `protobuf:"bytes,6,opt,name=regex,proto3" json:"regex,omitempty"`
+	Probability float64 `protobuf:"fixed64,7,opt,name=probability,proto3" json:"probability,omitempty"`
+	// family, start and end: a column range (family and qualifiers) or a
+	// value range (start and end only).
+	Family string `protobuf:"bytes,8,opt,name=family,proto3" json:"family,omitempty"`
+	Start  *Bound `protobuf:"bytes,9,opt,name=start,proto3" json:"start,omitempty"`
+	End    *Bound `protobuf:"bytes,10,opt,name=end,proto3" json:"end,omitempty"`
+	// time is a timestamp range; zero end is unbounded.
+	Time *TimeRange `protobuf:"bytes,11,opt,name=time,proto3" json:"time,omitempty"`
+	// n is an offset's or a limit's count.
+	N     int32  `protobuf:"varint,12,opt,name=n,proto3" json:"n,omitempty"`
+	Label string `protobuf:"bytes,13,opt,name=label,proto3" json:"label,omitempty"`
+	Mask  []byte `protobuf:"bytes,14,opt,name=mask,proto3" json:"mask,omitempty"`
+	// flag_false: pass_all_filter, block_all_filter, sink or
+	// strip_value_transformer arrived set to false (which is rejected).
+	FlagFalse     bool `protobuf:"varint,15,opt,name=flag_false,json=flagFalse,proto3" json:"flag_false,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RowFilter) Reset() {
+	*x = RowFilter{}
+	mi := &file_tablet_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RowFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RowFilter) ProtoMessage() {}
+
+func (x *RowFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RowFilter.ProtoReflect.Descriptor instead.
+func (*RowFilter) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RowFilter) GetKind() RowFilter_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return RowFilter_PASS_ALL_FILTER
+}
+
+func (x *RowFilter) GetFilters() []*RowFilter {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
+}
+
+func (x *RowFilter) GetPredicate() *RowFilter {
+	if x != nil {
+		return x.Predicate
+	}
+	return nil
+}
+
+func (x *RowFilter) GetTrueFilter() *RowFilter {
+	if x != nil {
+		return x.TrueFilter
+	}
+	return nil
+}
+
+func (x *RowFilter) GetFalseFilter() *RowFilter {
+	if x != nil {
+		return x.FalseFilter
+	}
+	return nil
+}
+
+func (x *RowFilter) GetRegex() []byte {
+	if x != nil {
+		return x.Regex
+	}
+	return nil
+}
+
+func (x *RowFilter) GetProbability() float64 {
+	if x != nil {
+		return x.Probability
+	}
+	return 0
+}
+
+func (x *RowFilter) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *RowFilter) GetStart() *Bound {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *RowFilter) GetEnd() *Bound {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *RowFilter) GetTime() *TimeRange {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *RowFilter) GetN() int32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *RowFilter) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *RowFilter) GetMask() []byte {
+	if x != nil {
+		return x.Mask
+	}
+	return nil
+}
+
+func (x *RowFilter) GetFlagFalse() bool {
+	if x != nil {
+		return x.FlagFalse
+	}
+	return false
+}
+
+// Bound is one end of a RowFilter's column or value range; unset is
+// unbounded.
+type Bound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          Bound_Kind             `protobuf:"varint,1,opt,name=kind,proto3,enum=cellar.tablet.Bound_Kind" json:"kind,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Bound) Reset() {
+	*x = Bound{}
+	mi := &file_tablet_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Bound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Bound) ProtoMessage() {}
+
+func (x *Bound) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Bound.ProtoReflect.Descriptor instead.
+func (*Bound) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Bound) GetKind() Bound_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Bound_UNBOUNDED
+}
+
+func (x *Bound) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 // ReadStats is the work a read did on the tablet server, for statistics
 // such as SQL's EXPLAIN ANALYZE. rows and cells are what the tablet read
 // produced before the filter's regular expressions and conditions (the
@@ -498,7 +897,7 @@ type ReadStats struct {
 
 func (x *ReadStats) Reset() {
 	*x = ReadStats{}
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +909,7 @@ func (x *ReadStats) String() string {
 func (*ReadStats) ProtoMessage() {}
 
 func (x *ReadStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[5]
+	mi := &file_tablet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -523,7 +922,7 @@ func (x *ReadStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStats.ProtoReflect.Descriptor instead.
 func (*ReadStats) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{5}
+	return file_tablet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReadStats) GetRows() int64 {
@@ -589,7 +988,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +1000,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[6]
+	mi := &file_tablet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +1013,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{6}
+	return file_tablet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Condition) GetFamily() string {
@@ -667,7 +1066,7 @@ type Mutation struct {
 
 func (x *Mutation) Reset() {
 	*x = Mutation{}
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +1078,7 @@ func (x *Mutation) String() string {
 func (*Mutation) ProtoMessage() {}
 
 func (x *Mutation) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[7]
+	mi := &file_tablet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +1091,7 @@ func (x *Mutation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation.ProtoReflect.Descriptor instead.
 func (*Mutation) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7}
+	return file_tablet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Mutation) GetMutation() isMutation_Mutation {
@@ -777,7 +1176,7 @@ type ReadRowRequest struct {
 
 func (x *ReadRowRequest) Reset() {
 	*x = ReadRowRequest{}
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +1188,7 @@ func (x *ReadRowRequest) String() string {
 func (*ReadRowRequest) ProtoMessage() {}
 
 func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[8]
+	mi := &file_tablet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +1201,7 @@ func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadRowRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{8}
+	return file_tablet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReadRowRequest) GetTable() string {
@@ -838,7 +1237,7 @@ type ReadRowResponse struct {
 
 func (x *ReadRowResponse) Reset() {
 	*x = ReadRowResponse{}
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +1249,7 @@ func (x *ReadRowResponse) String() string {
 func (*ReadRowResponse) ProtoMessage() {}
 
 func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[9]
+	mi := &file_tablet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +1262,7 @@ func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadRowResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{9}
+	return file_tablet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReadRowResponse) GetFound() bool {
@@ -904,7 +1303,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1315,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[10]
+	mi := &file_tablet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1328,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{10}
+	return file_tablet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ScanRequest) GetTable() string {
@@ -989,7 +1388,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1400,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[11]
+	mi := &file_tablet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1413,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{11}
+	return file_tablet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ScanResponse) GetRows() []*Row {
@@ -1056,7 +1455,7 @@ type MutateRowRequest struct {
 
 func (x *MutateRowRequest) Reset() {
 	*x = MutateRowRequest{}
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1467,7 @@ func (x *MutateRowRequest) String() string {
 func (*MutateRowRequest) ProtoMessage() {}
 
 func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[12]
+	mi := &file_tablet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1480,7 @@ func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{12}
+	return file_tablet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MutateRowRequest) GetTable() string {
@@ -1113,7 +1512,7 @@ type MutateRowResponse struct {
 
 func (x *MutateRowResponse) Reset() {
 	*x = MutateRowResponse{}
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1524,7 @@ func (x *MutateRowResponse) String() string {
 func (*MutateRowResponse) ProtoMessage() {}
 
 func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[13]
+	mi := &file_tablet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1537,7 @@ func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{13}
+	return file_tablet_proto_rawDescGZIP(), []int{15}
 }
 
 type MutateRowsRequest struct {
@@ -1151,7 +1550,7 @@ type MutateRowsRequest struct {
 
 func (x *MutateRowsRequest) Reset() {
 	*x = MutateRowsRequest{}
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1562,7 @@ func (x *MutateRowsRequest) String() string {
 func (*MutateRowsRequest) ProtoMessage() {}
 
 func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[14]
+	mi := &file_tablet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1575,7 @@ func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{14}
+	return file_tablet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MutateRowsRequest) GetTable() string {
@@ -1204,7 +1603,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1615,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[15]
+	mi := &file_tablet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1628,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{15}
+	return file_tablet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Status) GetCode() int32 {
@@ -1255,7 +1654,7 @@ type MutateRowsResponse struct {
 
 func (x *MutateRowsResponse) Reset() {
 	*x = MutateRowsResponse{}
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1267,7 +1666,7 @@ func (x *MutateRowsResponse) String() string {
 func (*MutateRowsResponse) ProtoMessage() {}
 
 func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[16]
+	mi := &file_tablet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1280,7 +1679,7 @@ func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{16}
+	return file_tablet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MutateRowsResponse) GetStatuses() []*Status {
@@ -1301,7 +1700,7 @@ type ReadModifyWriteRequest struct {
 
 func (x *ReadModifyWriteRequest) Reset() {
 	*x = ReadModifyWriteRequest{}
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1712,7 @@ func (x *ReadModifyWriteRequest) String() string {
 func (*ReadModifyWriteRequest) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[17]
+	mi := &file_tablet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1725,7 @@ func (x *ReadModifyWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRequest.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{17}
+	return file_tablet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadModifyWriteRequest) GetTable() string {
@@ -1360,7 +1759,7 @@ type ReadModifyWriteResponse struct {
 
 func (x *ReadModifyWriteResponse) Reset() {
 	*x = ReadModifyWriteResponse{}
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1771,7 @@ func (x *ReadModifyWriteResponse) String() string {
 func (*ReadModifyWriteResponse) ProtoMessage() {}
 
 func (x *ReadModifyWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[18]
+	mi := &file_tablet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1784,7 @@ func (x *ReadModifyWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteResponse.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{18}
+	return file_tablet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadModifyWriteResponse) GetCells() []*Cell {
@@ -1412,7 +1811,7 @@ type CheckAndMutateRequest struct {
 
 func (x *CheckAndMutateRequest) Reset() {
 	*x = CheckAndMutateRequest{}
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1823,7 @@ func (x *CheckAndMutateRequest) String() string {
 func (*CheckAndMutateRequest) ProtoMessage() {}
 
 func (x *CheckAndMutateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[19]
+	mi := &file_tablet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1836,7 @@ func (x *CheckAndMutateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRequest.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{19}
+	return file_tablet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckAndMutateRequest) GetTable() string {
@@ -1496,7 +1895,7 @@ type Expect struct {
 
 func (x *Expect) Reset() {
 	*x = Expect{}
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1907,7 @@ func (x *Expect) String() string {
 func (*Expect) ProtoMessage() {}
 
 func (x *Expect) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[20]
+	mi := &file_tablet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1920,7 @@ func (x *Expect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expect.ProtoReflect.Descriptor instead.
 func (*Expect) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{20}
+	return file_tablet_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Expect) GetFamily() string {
@@ -1561,7 +1960,7 @@ type CheckAndMutateResponse struct {
 
 func (x *CheckAndMutateResponse) Reset() {
 	*x = CheckAndMutateResponse{}
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1972,7 @@ func (x *CheckAndMutateResponse) String() string {
 func (*CheckAndMutateResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[21]
+	mi := &file_tablet_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1985,7 @@ func (x *CheckAndMutateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{21}
+	return file_tablet_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckAndMutateResponse) GetPredicateMatched() bool {
@@ -1605,7 +2004,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +2016,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[22]
+	mi := &file_tablet_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +2029,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{22}
+	return file_tablet_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SampleRowKeysRequest) GetTable() string {
@@ -1640,6 +2039,9 @@ func (x *SampleRowKeysRequest) GetTable() string {
 	return ""
 }
 
+// SampleRowKeysResponse has one sample per tablet of the table that the
+// server serves, in key order: the tablet's end (empty: the table's end)
+// and the SSTable bytes of this server's tablets of the table up to it.
 type SampleRowKeysResponse struct {
 	state         protoimpl.MessageState          `protogen:"open.v1"`
 	Samples       []*SampleRowKeysResponse_Sample `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`
@@ -1649,7 +2051,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +2063,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[23]
+	mi := &file_tablet_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +2076,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{23}
+	return file_tablet_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -1692,7 +2094,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +2106,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[24]
+	mi := &file_tablet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +2119,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{24}
+	return file_tablet_proto_rawDescGZIP(), []int{26}
 }
 
 type TabletInfo struct {
@@ -1732,7 +2134,7 @@ type TabletInfo struct {
 
 func (x *TabletInfo) Reset() {
 	*x = TabletInfo{}
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +2146,7 @@ func (x *TabletInfo) String() string {
 func (*TabletInfo) ProtoMessage() {}
 
 func (x *TabletInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[25]
+	mi := &file_tablet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +2159,7 @@ func (x *TabletInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletInfo.ProtoReflect.Descriptor instead.
 func (*TabletInfo) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{25}
+	return file_tablet_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TabletInfo) GetId() uint64 {
@@ -1801,7 +2203,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +2215,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[26]
+	mi := &file_tablet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +2228,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{26}
+	return file_tablet_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListTabletsResponse) GetServer() string {
@@ -1863,7 +2265,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2277,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[27]
+	mi := &file_tablet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2290,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{27}
+	return file_tablet_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateTableRequest) GetTable() string {
@@ -1921,7 +2323,7 @@ type CreateTableResponse struct {
 
 func (x *CreateTableResponse) Reset() {
 	*x = CreateTableResponse{}
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2335,7 @@ func (x *CreateTableResponse) String() string {
 func (*CreateTableResponse) ProtoMessage() {}
 
 func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[28]
+	mi := &file_tablet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2348,7 @@ func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableResponse.ProtoReflect.Descriptor instead.
 func (*CreateTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{28}
+	return file_tablet_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateTableResponse) GetTablets() []*TabletInfo {
@@ -1973,7 +2375,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2387,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2400,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{29}
+	return file_tablet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LoadTabletRequest) GetSchema() []byte {
@@ -2038,7 +2440,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2452,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2465,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{30}
+	return file_tablet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LoadTabletResponse) GetTablet() *TabletInfo {
@@ -2083,7 +2485,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2095,7 +2497,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2108,7 +2510,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{31}
+	return file_tablet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UnloadTabletRequest) GetTable() string {
@@ -2133,7 +2535,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2547,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2560,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{32}
+	return file_tablet_proto_rawDescGZIP(), []int{34}
 }
 
 type PartitionLogRequest struct {
@@ -2174,7 +2576,7 @@ type PartitionLogRequest struct {
 
 func (x *PartitionLogRequest) Reset() {
 	*x = PartitionLogRequest{}
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2588,7 @@ func (x *PartitionLogRequest) String() string {
 func (*PartitionLogRequest) ProtoMessage() {}
 
 func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2601,7 @@ func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogRequest.ProtoReflect.Descriptor instead.
 func (*PartitionLogRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{33}
+	return file_tablet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PartitionLogRequest) GetServer() string {
@@ -2227,7 +2629,7 @@ type PartitionLogResponse struct {
 
 func (x *PartitionLogResponse) Reset() {
 	*x = PartitionLogResponse{}
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2641,7 @@ func (x *PartitionLogResponse) String() string {
 func (*PartitionLogResponse) ProtoMessage() {}
 
 func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2654,7 @@ func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogResponse.ProtoReflect.Descriptor instead.
 func (*PartitionLogResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{34}
+	return file_tablet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PartitionLogResponse) GetDir() string {
@@ -2280,7 +2682,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2694,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2707,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{35}
+	return file_tablet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -2338,7 +2740,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2752,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2765,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{36}
+	return file_tablet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -2382,7 +2784,7 @@ type DropTableRequest struct {
 
 func (x *DropTableRequest) Reset() {
 	*x = DropTableRequest{}
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2796,7 @@ func (x *DropTableRequest) String() string {
 func (*DropTableRequest) ProtoMessage() {}
 
 func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2809,7 @@ func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableRequest.ProtoReflect.Descriptor instead.
 func (*DropTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{37}
+	return file_tablet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DropTableRequest) GetTable() string {
@@ -2425,7 +2827,7 @@ type DropTableResponse struct {
 
 func (x *DropTableResponse) Reset() {
 	*x = DropTableResponse{}
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2839,7 @@ func (x *DropTableResponse) String() string {
 func (*DropTableResponse) ProtoMessage() {}
 
 func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2852,7 @@ func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableResponse.ProtoReflect.Descriptor instead.
 func (*DropTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{38}
+	return file_tablet_proto_rawDescGZIP(), []int{40}
 }
 
 type UpdateSchemaRequest struct {
@@ -2463,7 +2865,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2475,7 +2877,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2488,7 +2890,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{39}
+	return file_tablet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UpdateSchemaRequest) GetTable() string {
@@ -2513,7 +2915,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2525,7 +2927,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2940,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{40}
+	return file_tablet_proto_rawDescGZIP(), []int{42}
 }
 
 type ListFilesRequest struct {
@@ -2549,7 +2951,7 @@ type ListFilesRequest struct {
 
 func (x *ListFilesRequest) Reset() {
 	*x = ListFilesRequest{}
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2963,7 @@ func (x *ListFilesRequest) String() string {
 func (*ListFilesRequest) ProtoMessage() {}
 
 func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2976,7 @@ func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListFilesRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{41}
+	return file_tablet_proto_rawDescGZIP(), []int{43}
 }
 
 type ListFilesResponse struct {
@@ -2586,7 +2988,7 @@ type ListFilesResponse struct {
 
 func (x *ListFilesResponse) Reset() {
 	*x = ListFilesResponse{}
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +3000,7 @@ func (x *ListFilesResponse) String() string {
 func (*ListFilesResponse) ProtoMessage() {}
 
 func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +3013,7 @@ func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListFilesResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{42}
+	return file_tablet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListFilesResponse) GetPaths() []string {
@@ -2643,7 +3045,7 @@ type AggregateRequest struct {
 
 func (x *AggregateRequest) Reset() {
 	*x = AggregateRequest{}
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +3057,7 @@ func (x *AggregateRequest) String() string {
 func (*AggregateRequest) ProtoMessage() {}
 
 func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +3070,7 @@ func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateRequest.ProtoReflect.Descriptor instead.
 func (*AggregateRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{43}
+	return file_tablet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AggregateRequest) GetTable() string {
@@ -2722,7 +3124,7 @@ type GroupKey struct {
 
 func (x *GroupKey) Reset() {
 	*x = GroupKey{}
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +3136,7 @@ func (x *GroupKey) String() string {
 func (*GroupKey) ProtoMessage() {}
 
 func (x *GroupKey) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +3149,7 @@ func (x *GroupKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupKey.ProtoReflect.Descriptor instead.
 func (*GroupKey) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{44}
+	return file_tablet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GroupKey) GetWhat() isGroupKey_What {
@@ -2802,7 +3204,7 @@ type ColumnRef struct {
 
 func (x *ColumnRef) Reset() {
 	*x = ColumnRef{}
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +3216,7 @@ func (x *ColumnRef) String() string {
 func (*ColumnRef) ProtoMessage() {}
 
 func (x *ColumnRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +3229,7 @@ func (x *ColumnRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColumnRef.ProtoReflect.Descriptor instead.
 func (*ColumnRef) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{45}
+	return file_tablet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ColumnRef) GetFamily() string {
@@ -2863,7 +3265,7 @@ type AggSpec struct {
 
 func (x *AggSpec) Reset() {
 	*x = AggSpec{}
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3277,7 @@ func (x *AggSpec) String() string {
 func (*AggSpec) ProtoMessage() {}
 
 func (x *AggSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3290,7 @@ func (x *AggSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggSpec.ProtoReflect.Descriptor instead.
 func (*AggSpec) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{46}
+	return file_tablet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AggSpec) GetFunc() AggSpec_Func {
@@ -2922,7 +3324,7 @@ type AggregateResponse struct {
 
 func (x *AggregateResponse) Reset() {
 	*x = AggregateResponse{}
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3336,7 @@ func (x *AggregateResponse) String() string {
 func (*AggregateResponse) ProtoMessage() {}
 
 func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3349,7 @@ func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse.ProtoReflect.Descriptor instead.
 func (*AggregateResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{47}
+	return file_tablet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AggregateResponse) GetGroups() []*AggregateResponse_Group {
@@ -2991,7 +3393,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[48]
+	mi := &file_tablet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +3405,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[48]
+	mi := &file_tablet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +3418,7 @@ func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_SetCell.ProtoReflect.Descriptor instead.
 func (*Mutation_SetCell) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{9, 0}
 }
 
 func (x *Mutation_SetCell) GetFamily() string {
@@ -3058,7 +3460,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[49]
+	mi := &file_tablet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3472,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[49]
+	mi := &file_tablet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3485,7 @@ func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteColumn.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteColumn) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7, 1}
+	return file_tablet_proto_rawDescGZIP(), []int{9, 1}
 }
 
 func (x *Mutation_DeleteColumn) GetFamily() string {
@@ -3116,7 +3518,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3128,7 +3530,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3141,7 +3543,7 @@ func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteFamily.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteFamily) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7, 2}
+	return file_tablet_proto_rawDescGZIP(), []int{9, 2}
 }
 
 func (x *Mutation_DeleteFamily) GetFamily() string {
@@ -3159,7 +3561,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3171,7 +3573,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3184,7 +3586,7 @@ func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteRow.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteRow) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{7, 3}
+	return file_tablet_proto_rawDescGZIP(), []int{9, 3}
 }
 
 type MutateRowsRequest_Entry struct {
@@ -3197,7 +3599,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3611,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3624,7 @@ func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest_Entry) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{14, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{16, 0}
 }
 
 func (x *MutateRowsRequest_Entry) GetRow() []byte {
@@ -3254,7 +3656,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3668,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3681,7 @@ func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRequest_Rule.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRequest_Rule) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{17, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{19, 0}
 }
 
 func (x *ReadModifyWriteRequest_Rule) GetFamily() string {
@@ -3338,16 +3740,19 @@ func (*ReadModifyWriteRequest_Rule_Append) isReadModifyWriteRequest_Rule_Rule() 
 func (*ReadModifyWriteRequest_Rule_Increment) isReadModifyWriteRequest_Rule_Rule() {}
 
 type SampleRowKeysResponse_Sample struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RowKey        []byte                 `protobuf:"bytes,1,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`
-	OffsetBytes   int64                  `protobuf:"varint,2,opt,name=offset_bytes,json=offsetBytes,proto3" json:"offset_bytes,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RowKey      []byte                 `protobuf:"bytes,1,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`
+	OffsetBytes int64                  `protobuf:"varint,2,opt,name=offset_bytes,json=offsetBytes,proto3" json:"offset_bytes,omitempty"`
+	// start_key is the start of the tablet that ends at row_key, so that
+	// a client can match samples to the tablets it located.
+	StartKey      []byte `protobuf:"bytes,3,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[54]
+	mi := &file_tablet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3359,7 +3764,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[54]
+	mi := &file_tablet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3372,7 +3777,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{23, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{25, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -3389,6 +3794,13 @@ func (x *SampleRowKeysResponse_Sample) GetOffsetBytes() int64 {
 	return 0
 }
 
+func (x *SampleRowKeysResponse_Sample) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
 type AggregateResponse_Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// key is per group_by entry: the row key, or the column's cell value
@@ -3402,7 +3814,7 @@ type AggregateResponse_Group struct {
 
 func (x *AggregateResponse_Group) Reset() {
 	*x = AggregateResponse_Group{}
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +3826,7 @@ func (x *AggregateResponse_Group) String() string {
 func (*AggregateResponse_Group) ProtoMessage() {}
 
 func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +3839,7 @@ func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse_Group.ProtoReflect.Descriptor instead.
 func (*AggregateResponse_Group) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{47, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{49, 0}
 }
 
 func (x *AggregateResponse_Group) GetKey() [][]byte {
@@ -3467,7 +3879,7 @@ type AggregateResponse_AggValue struct {
 
 func (x *AggregateResponse_AggValue) Reset() {
 	*x = AggregateResponse_AggValue{}
-	mi := &file_tablet_proto_msgTypes[57]
+	mi := &file_tablet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3891,7 @@ func (x *AggregateResponse_AggValue) String() string {
 func (*AggregateResponse_AggValue) ProtoMessage() {}
 
 func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[57]
+	mi := &file_tablet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3904,7 @@ func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse_AggValue.ProtoReflect.Descriptor instead.
 func (*AggregateResponse_AggValue) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{47, 1}
+	return file_tablet_proto_rawDescGZIP(), []int{49, 1}
 }
 
 func (x *AggregateResponse_AggValue) GetCount() int64 {
@@ -3513,12 +3925,13 @@ var File_tablet_proto protoreflect.FileDescriptor
 
 const file_tablet_proto_rawDesc = "" +
 	"\n" +
-	"\ftablet.proto\x12\rcellar.tablet\"p\n" +
+	"\ftablet.proto\x12\rcellar.tablet\"\x88\x01\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
 	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x12\x14\n" +
-	"\x05value\x18\x04 \x01(\fR\x05value\"B\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12\x16\n" +
+	"\x06labels\x18\x05 \x03(\tR\x06labels\"B\n" +
 	"\x03Row\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12)\n" +
 	"\x05cells\x18\x02 \x03(\v2\x13.cellar.tablet.CellR\x05cells\"2\n" +
@@ -3527,7 +3940,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"3\n" +
 	"\tTimeRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x03R\x03end\"\xa3\x02\n" +
+	"\x03end\x18\x02 \x01(\x03R\x03end\"\xdc\x02\n" +
 	"\x06Filter\x12\x1a\n" +
 	"\bfamilies\x18\x01 \x03(\tR\bfamilies\x12'\n" +
 	"\x0fqualifier_regex\x18\x02 \x01(\tR\x0equalifierRegex\x127\n" +
@@ -3540,7 +3953,59 @@ const file_tablet_proto_rawDesc = "" +
 	"conditions\x18\x06 \x03(\v2\x18.cellar.tablet.ConditionR\n" +
 	"conditions\x12\x1d\n" +
 	"\n" +
-	"want_stats\x18\a \x01(\bR\twantStats\"\xb2\x01\n" +
+	"want_stats\x18\a \x01(\bR\twantStats\x127\n" +
+	"\n" +
+	"row_filter\x18\b \x01(\v2\x18.cellar.tablet.RowFilterR\trowFilter\"\xc2\b\n" +
+	"\tRowFilter\x121\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1d.cellar.tablet.RowFilter.KindR\x04kind\x122\n" +
+	"\afilters\x18\x02 \x03(\v2\x18.cellar.tablet.RowFilterR\afilters\x126\n" +
+	"\tpredicate\x18\x03 \x01(\v2\x18.cellar.tablet.RowFilterR\tpredicate\x129\n" +
+	"\vtrue_filter\x18\x04 \x01(\v2\x18.cellar.tablet.RowFilterR\n" +
+	"trueFilter\x12;\n" +
+	"\ffalse_filter\x18\x05 \x01(\v2\x18.cellar.tablet.RowFilterR\vfalseFilter\x12\x14\n" +
+	"\x05regex\x18\x06 \x01(\fR\x05regex\x12 \n" +
+	"\vprobability\x18\a \x01(\x01R\vprobability\x12\x16\n" +
+	"\x06family\x18\b \x01(\tR\x06family\x12*\n" +
+	"\x05start\x18\t \x01(\v2\x14.cellar.tablet.BoundR\x05start\x12&\n" +
+	"\x03end\x18\n" +
+	" \x01(\v2\x14.cellar.tablet.BoundR\x03end\x12,\n" +
+	"\x04time\x18\v \x01(\v2\x18.cellar.tablet.TimeRangeR\x04time\x12\f\n" +
+	"\x01n\x18\f \x01(\x05R\x01n\x12\x14\n" +
+	"\x05label\x18\r \x01(\tR\x05label\x12\x12\n" +
+	"\x04mask\x18\x0e \x01(\fR\x04mask\x12\x1d\n" +
+	"\n" +
+	"flag_false\x18\x0f \x01(\bR\tflagFalse\"\xf4\x03\n" +
+	"\x04Kind\x12\x13\n" +
+	"\x0fPASS_ALL_FILTER\x10\x00\x12\x14\n" +
+	"\x10BLOCK_ALL_FILTER\x10\x01\x12\t\n" +
+	"\x05CHAIN\x10\x02\x12\x0e\n" +
+	"\n" +
+	"INTERLEAVE\x10\x03\x12\r\n" +
+	"\tCONDITION\x10\x04\x12\b\n" +
+	"\x04SINK\x10\x05\x12\x18\n" +
+	"\x14ROW_KEY_REGEX_FILTER\x10\x06\x12\x15\n" +
+	"\x11ROW_SAMPLE_FILTER\x10\a\x12\x1c\n" +
+	"\x18FAMILY_NAME_REGEX_FILTER\x10\b\x12!\n" +
+	"\x1dCOLUMN_QUALIFIER_REGEX_FILTER\x10\t\x12\x17\n" +
+	"\x13COLUMN_RANGE_FILTER\x10\n" +
+	"\x12\x1a\n" +
+	"\x16TIMESTAMP_RANGE_FILTER\x10\v\x12\x16\n" +
+	"\x12VALUE_REGEX_FILTER\x10\f\x12\x16\n" +
+	"\x12VALUE_RANGE_FILTER\x10\r\x12\x18\n" +
+	"\x14VALUE_BITMASK_FILTER\x10\x0e\x12\x1f\n" +
+	"\x1bCELLS_PER_ROW_OFFSET_FILTER\x10\x0f\x12\x1e\n" +
+	"\x1aCELLS_PER_ROW_LIMIT_FILTER\x10\x10\x12!\n" +
+	"\x1dCELLS_PER_COLUMN_LIMIT_FILTER\x10\x11\x12\x1b\n" +
+	"\x17STRIP_VALUE_TRANSFORMER\x10\x12\x12\x1b\n" +
+	"\x17APPLY_LABEL_TRANSFORMER\x10\x13\"y\n" +
+	"\x05Bound\x12-\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x19.cellar.tablet.Bound.KindR\x04kind\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"+\n" +
+	"\x04Kind\x12\r\n" +
+	"\tUNBOUNDED\x10\x00\x12\n" +
+	"\n" +
+	"\x06CLOSED\x10\x01\x12\b\n" +
+	"\x04OPEN\x10\x02\"\xb2\x01\n" +
 	"\tReadStats\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\x03R\x04rows\x12\x14\n" +
 	"\x05cells\x18\x02 \x01(\x03R\x05cells\x12\x16\n" +
@@ -3649,12 +4114,13 @@ const file_tablet_proto_rawDesc = "" +
 	"\x16CheckAndMutateResponse\x12+\n" +
 	"\x11predicate_matched\x18\x01 \x01(\bR\x10predicateMatched\",\n" +
 	"\x14SampleRowKeysRequest\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\"\xa4\x01\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"\xc1\x01\n" +
 	"\x15SampleRowKeysResponse\x12E\n" +
-	"\asamples\x18\x01 \x03(\v2+.cellar.tablet.SampleRowKeysResponse.SampleR\asamples\x1aD\n" +
+	"\asamples\x18\x01 \x03(\v2+.cellar.tablet.SampleRowKeysResponse.SampleR\asamples\x1aa\n" +
 	"\x06Sample\x12\x17\n" +
 	"\arow_key\x18\x01 \x01(\fR\x06rowKey\x12!\n" +
-	"\foffset_bytes\x18\x02 \x01(\x03R\voffsetBytes\"\x14\n" +
+	"\foffset_bytes\x18\x02 \x01(\x03R\voffsetBytes\x12\x1b\n" +
+	"\tstart_key\x18\x03 \x01(\fR\bstartKey\"\x14\n" +
 	"\x12ListTabletsRequest\"\x80\x01\n" +
 	"\n" +
 	"TabletInfo\x12\x0e\n" +
@@ -3780,153 +4246,167 @@ func file_tablet_proto_rawDescGZIP() []byte {
 	return file_tablet_proto_rawDescData
 }
 
-var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_tablet_proto_goTypes = []any{
-	(Condition_Op)(0),                    // 0: cellar.tablet.Condition.Op
-	(AggSpec_Func)(0),                    // 1: cellar.tablet.AggSpec.Func
-	(*Cell)(nil),                         // 2: cellar.tablet.Cell
-	(*Row)(nil),                          // 3: cellar.tablet.Row
-	(*RowRange)(nil),                     // 4: cellar.tablet.RowRange
-	(*TimeRange)(nil),                    // 5: cellar.tablet.TimeRange
-	(*Filter)(nil),                       // 6: cellar.tablet.Filter
-	(*ReadStats)(nil),                    // 7: cellar.tablet.ReadStats
-	(*Condition)(nil),                    // 8: cellar.tablet.Condition
-	(*Mutation)(nil),                     // 9: cellar.tablet.Mutation
-	(*ReadRowRequest)(nil),               // 10: cellar.tablet.ReadRowRequest
-	(*ReadRowResponse)(nil),              // 11: cellar.tablet.ReadRowResponse
-	(*ScanRequest)(nil),                  // 12: cellar.tablet.ScanRequest
-	(*ScanResponse)(nil),                 // 13: cellar.tablet.ScanResponse
-	(*MutateRowRequest)(nil),             // 14: cellar.tablet.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 15: cellar.tablet.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 16: cellar.tablet.MutateRowsRequest
-	(*Status)(nil),                       // 17: cellar.tablet.Status
-	(*MutateRowsResponse)(nil),           // 18: cellar.tablet.MutateRowsResponse
-	(*ReadModifyWriteRequest)(nil),       // 19: cellar.tablet.ReadModifyWriteRequest
-	(*ReadModifyWriteResponse)(nil),      // 20: cellar.tablet.ReadModifyWriteResponse
-	(*CheckAndMutateRequest)(nil),        // 21: cellar.tablet.CheckAndMutateRequest
-	(*Expect)(nil),                       // 22: cellar.tablet.Expect
-	(*CheckAndMutateResponse)(nil),       // 23: cellar.tablet.CheckAndMutateResponse
-	(*SampleRowKeysRequest)(nil),         // 24: cellar.tablet.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 25: cellar.tablet.SampleRowKeysResponse
-	(*ListTabletsRequest)(nil),           // 26: cellar.tablet.ListTabletsRequest
-	(*TabletInfo)(nil),                   // 27: cellar.tablet.TabletInfo
-	(*ListTabletsResponse)(nil),          // 28: cellar.tablet.ListTabletsResponse
-	(*CreateTableRequest)(nil),           // 29: cellar.tablet.CreateTableRequest
-	(*CreateTableResponse)(nil),          // 30: cellar.tablet.CreateTableResponse
-	(*LoadTabletRequest)(nil),            // 31: cellar.tablet.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 32: cellar.tablet.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 33: cellar.tablet.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 34: cellar.tablet.UnloadTabletResponse
-	(*PartitionLogRequest)(nil),          // 35: cellar.tablet.PartitionLogRequest
-	(*PartitionLogResponse)(nil),         // 36: cellar.tablet.PartitionLogResponse
-	(*MergeTabletsRequest)(nil),          // 37: cellar.tablet.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),         // 38: cellar.tablet.MergeTabletsResponse
-	(*DropTableRequest)(nil),             // 39: cellar.tablet.DropTableRequest
-	(*DropTableResponse)(nil),            // 40: cellar.tablet.DropTableResponse
-	(*UpdateSchemaRequest)(nil),          // 41: cellar.tablet.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 42: cellar.tablet.UpdateSchemaResponse
-	(*ListFilesRequest)(nil),             // 43: cellar.tablet.ListFilesRequest
-	(*ListFilesResponse)(nil),            // 44: cellar.tablet.ListFilesResponse
-	(*AggregateRequest)(nil),             // 45: cellar.tablet.AggregateRequest
-	(*GroupKey)(nil),                     // 46: cellar.tablet.GroupKey
-	(*ColumnRef)(nil),                    // 47: cellar.tablet.ColumnRef
-	(*AggSpec)(nil),                      // 48: cellar.tablet.AggSpec
-	(*AggregateResponse)(nil),            // 49: cellar.tablet.AggregateResponse
-	(*Mutation_SetCell)(nil),             // 50: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 51: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 52: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 53: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 54: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 55: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 56: cellar.tablet.SampleRowKeysResponse.Sample
-	nil,                                  // 57: cellar.tablet.PartitionLogRequest.RedoEntry
-	(*AggregateResponse_Group)(nil),      // 58: cellar.tablet.AggregateResponse.Group
-	(*AggregateResponse_AggValue)(nil),   // 59: cellar.tablet.AggregateResponse.AggValue
+	(RowFilter_Kind)(0),                  // 0: cellar.tablet.RowFilter.Kind
+	(Bound_Kind)(0),                      // 1: cellar.tablet.Bound.Kind
+	(Condition_Op)(0),                    // 2: cellar.tablet.Condition.Op
+	(AggSpec_Func)(0),                    // 3: cellar.tablet.AggSpec.Func
+	(*Cell)(nil),                         // 4: cellar.tablet.Cell
+	(*Row)(nil),                          // 5: cellar.tablet.Row
+	(*RowRange)(nil),                     // 6: cellar.tablet.RowRange
+	(*TimeRange)(nil),                    // 7: cellar.tablet.TimeRange
+	(*Filter)(nil),                       // 8: cellar.tablet.Filter
+	(*RowFilter)(nil),                    // 9: cellar.tablet.RowFilter
+	(*Bound)(nil),                        // 10: cellar.tablet.Bound
+	(*ReadStats)(nil),                    // 11: cellar.tablet.ReadStats
+	(*Condition)(nil),                    // 12: cellar.tablet.Condition
+	(*Mutation)(nil),                     // 13: cellar.tablet.Mutation
+	(*ReadRowRequest)(nil),               // 14: cellar.tablet.ReadRowRequest
+	(*ReadRowResponse)(nil),              // 15: cellar.tablet.ReadRowResponse
+	(*ScanRequest)(nil),                  // 16: cellar.tablet.ScanRequest
+	(*ScanResponse)(nil),                 // 17: cellar.tablet.ScanResponse
+	(*MutateRowRequest)(nil),             // 18: cellar.tablet.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 19: cellar.tablet.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 20: cellar.tablet.MutateRowsRequest
+	(*Status)(nil),                       // 21: cellar.tablet.Status
+	(*MutateRowsResponse)(nil),           // 22: cellar.tablet.MutateRowsResponse
+	(*ReadModifyWriteRequest)(nil),       // 23: cellar.tablet.ReadModifyWriteRequest
+	(*ReadModifyWriteResponse)(nil),      // 24: cellar.tablet.ReadModifyWriteResponse
+	(*CheckAndMutateRequest)(nil),        // 25: cellar.tablet.CheckAndMutateRequest
+	(*Expect)(nil),                       // 26: cellar.tablet.Expect
+	(*CheckAndMutateResponse)(nil),       // 27: cellar.tablet.CheckAndMutateResponse
+	(*SampleRowKeysRequest)(nil),         // 28: cellar.tablet.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 29: cellar.tablet.SampleRowKeysResponse
+	(*ListTabletsRequest)(nil),           // 30: cellar.tablet.ListTabletsRequest
+	(*TabletInfo)(nil),                   // 31: cellar.tablet.TabletInfo
+	(*ListTabletsResponse)(nil),          // 32: cellar.tablet.ListTabletsResponse
+	(*CreateTableRequest)(nil),           // 33: cellar.tablet.CreateTableRequest
+	(*CreateTableResponse)(nil),          // 34: cellar.tablet.CreateTableResponse
+	(*LoadTabletRequest)(nil),            // 35: cellar.tablet.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 36: cellar.tablet.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 37: cellar.tablet.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 38: cellar.tablet.UnloadTabletResponse
+	(*PartitionLogRequest)(nil),          // 39: cellar.tablet.PartitionLogRequest
+	(*PartitionLogResponse)(nil),         // 40: cellar.tablet.PartitionLogResponse
+	(*MergeTabletsRequest)(nil),          // 41: cellar.tablet.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 42: cellar.tablet.MergeTabletsResponse
+	(*DropTableRequest)(nil),             // 43: cellar.tablet.DropTableRequest
+	(*DropTableResponse)(nil),            // 44: cellar.tablet.DropTableResponse
+	(*UpdateSchemaRequest)(nil),          // 45: cellar.tablet.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 46: cellar.tablet.UpdateSchemaResponse
+	(*ListFilesRequest)(nil),             // 47: cellar.tablet.ListFilesRequest
+	(*ListFilesResponse)(nil),            // 48: cellar.tablet.ListFilesResponse
+	(*AggregateRequest)(nil),             // 49: cellar.tablet.AggregateRequest
+	(*GroupKey)(nil),                     // 50: cellar.tablet.GroupKey
+	(*ColumnRef)(nil),                    // 51: cellar.tablet.ColumnRef
+	(*AggSpec)(nil),                      // 52: cellar.tablet.AggSpec
+	(*AggregateResponse)(nil),            // 53: cellar.tablet.AggregateResponse
+	(*Mutation_SetCell)(nil),             // 54: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 55: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 56: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 57: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 58: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 59: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 60: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 61: cellar.tablet.PartitionLogRequest.RedoEntry
+	(*AggregateResponse_Group)(nil),      // 62: cellar.tablet.AggregateResponse.Group
+	(*AggregateResponse_AggValue)(nil),   // 63: cellar.tablet.AggregateResponse.AggValue
 }
 var file_tablet_proto_depIdxs = []int32{
-	2,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
-	5,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
-	8,  // 2: cellar.tablet.Filter.conditions:type_name -> cellar.tablet.Condition
-	0,  // 3: cellar.tablet.Condition.op:type_name -> cellar.tablet.Condition.Op
-	50, // 4: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	51, // 5: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	52, // 6: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	53, // 7: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
-	6,  // 8: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
-	3,  // 9: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
-	7,  // 10: cellar.tablet.ReadRowResponse.stats:type_name -> cellar.tablet.ReadStats
-	4,  // 11: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
-	6,  // 12: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
-	3,  // 13: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
-	7,  // 14: cellar.tablet.ScanResponse.stats:type_name -> cellar.tablet.ReadStats
-	9,  // 15: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	54, // 16: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
-	17, // 17: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	55, // 18: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
-	2,  // 19: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
-	6,  // 20: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
-	9,  // 21: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
-	9,  // 22: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
-	22, // 23: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
-	56, // 24: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
-	4,  // 25: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
-	27, // 26: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	27, // 27: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	27, // 28: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	57, // 29: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
-	27, // 30: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	4,  // 31: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
-	6,  // 32: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
-	46, // 33: cellar.tablet.AggregateRequest.group_by:type_name -> cellar.tablet.GroupKey
-	48, // 34: cellar.tablet.AggregateRequest.aggs:type_name -> cellar.tablet.AggSpec
-	47, // 35: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
-	1,  // 36: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
-	47, // 37: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
-	58, // 38: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
-	7,  // 39: cellar.tablet.AggregateResponse.stats:type_name -> cellar.tablet.ReadStats
-	5,  // 40: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	9,  // 41: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	59, // 42: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
-	10, // 43: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	12, // 44: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	14, // 45: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	16, // 46: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	19, // 47: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	21, // 48: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	24, // 49: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	26, // 50: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	29, // 51: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
-	31, // 52: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
-	33, // 53: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
-	35, // 54: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
-	37, // 55: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
-	39, // 56: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
-	41, // 57: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
-	43, // 58: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
-	45, // 59: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
-	11, // 60: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	13, // 61: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	15, // 62: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	18, // 63: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	20, // 64: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	23, // 65: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	25, // 66: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	28, // 67: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	30, // 68: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	32, // 69: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
-	34, // 70: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
-	36, // 71: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
-	38, // 72: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
-	40, // 73: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
-	42, // 74: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
-	44, // 75: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
-	49, // 76: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
-	60, // [60:77] is the sub-list for method output_type
-	43, // [43:60] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	4,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
+	7,  // 1: cellar.tablet.Filter.time_range:type_name -> cellar.tablet.TimeRange
+	12, // 2: cellar.tablet.Filter.conditions:type_name -> cellar.tablet.Condition
+	9,  // 3: cellar.tablet.Filter.row_filter:type_name -> cellar.tablet.RowFilter
+	0,  // 4: cellar.tablet.RowFilter.kind:type_name -> cellar.tablet.RowFilter.Kind
+	9,  // 5: cellar.tablet.RowFilter.filters:type_name -> cellar.tablet.RowFilter
+	9,  // 6: cellar.tablet.RowFilter.predicate:type_name -> cellar.tablet.RowFilter
+	9,  // 7: cellar.tablet.RowFilter.true_filter:type_name -> cellar.tablet.RowFilter
+	9,  // 8: cellar.tablet.RowFilter.false_filter:type_name -> cellar.tablet.RowFilter
+	10, // 9: cellar.tablet.RowFilter.start:type_name -> cellar.tablet.Bound
+	10, // 10: cellar.tablet.RowFilter.end:type_name -> cellar.tablet.Bound
+	7,  // 11: cellar.tablet.RowFilter.time:type_name -> cellar.tablet.TimeRange
+	1,  // 12: cellar.tablet.Bound.kind:type_name -> cellar.tablet.Bound.Kind
+	2,  // 13: cellar.tablet.Condition.op:type_name -> cellar.tablet.Condition.Op
+	54, // 14: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	55, // 15: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	56, // 16: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	57, // 17: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	8,  // 18: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
+	5,  // 19: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
+	11, // 20: cellar.tablet.ReadRowResponse.stats:type_name -> cellar.tablet.ReadStats
+	6,  // 21: cellar.tablet.ScanRequest.ranges:type_name -> cellar.tablet.RowRange
+	8,  // 22: cellar.tablet.ScanRequest.filter:type_name -> cellar.tablet.Filter
+	5,  // 23: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
+	11, // 24: cellar.tablet.ScanResponse.stats:type_name -> cellar.tablet.ReadStats
+	13, // 25: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
+	58, // 26: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	21, // 27: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
+	59, // 28: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	4,  // 29: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
+	8,  // 30: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
+	13, // 31: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
+	13, // 32: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
+	26, // 33: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
+	60, // 34: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	6,  // 35: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
+	31, // 36: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	31, // 37: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	31, // 38: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	61, // 39: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	31, // 40: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	6,  // 41: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
+	8,  // 42: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
+	50, // 43: cellar.tablet.AggregateRequest.group_by:type_name -> cellar.tablet.GroupKey
+	52, // 44: cellar.tablet.AggregateRequest.aggs:type_name -> cellar.tablet.AggSpec
+	51, // 45: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
+	3,  // 46: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
+	51, // 47: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
+	62, // 48: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
+	11, // 49: cellar.tablet.AggregateResponse.stats:type_name -> cellar.tablet.ReadStats
+	7,  // 50: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	13, // 51: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	63, // 52: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
+	14, // 53: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	16, // 54: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	18, // 55: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	20, // 56: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	23, // 57: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	25, // 58: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	28, // 59: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	30, // 60: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	33, // 61: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	35, // 62: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
+	37, // 63: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
+	39, // 64: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
+	41, // 65: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
+	43, // 66: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
+	45, // 67: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
+	47, // 68: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
+	49, // 69: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
+	15, // 70: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	17, // 71: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	19, // 72: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	22, // 73: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	24, // 74: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	27, // 75: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	29, // 76: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	32, // 77: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	34, // 78: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	36, // 79: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	38, // 80: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	40, // 81: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	42, // 82: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	44, // 83: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	46, // 84: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	48, // 85: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
+	53, // 86: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
+	70, // [70:87] is the sub-list for method output_type
+	53, // [53:70] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -3934,17 +4414,17 @@ func file_tablet_proto_init() {
 	if File_tablet_proto != nil {
 		return
 	}
-	file_tablet_proto_msgTypes[7].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[9].OneofWrappers = []any{
 		(*Mutation_SetCell_)(nil),
 		(*Mutation_DeleteColumn_)(nil),
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[44].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[46].OneofWrappers = []any{
 		(*GroupKey_RowKey)(nil),
 		(*GroupKey_Column)(nil),
 	}
-	file_tablet_proto_msgTypes[53].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[55].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -3953,8 +4433,8 @@ func file_tablet_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   58,
+			NumEnums:      4,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
