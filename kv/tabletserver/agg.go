@@ -83,6 +83,13 @@ func planAggregate(req *pb.AggregateRequest) (*aggPlan, error) {
 	if len(req.GroupBy) > aggMaxKeys || len(req.Aggs) > aggMaxAggs {
 		return nil, invalid("at most %d group_by entries and %d aggregates", aggMaxKeys, aggMaxAggs)
 	}
+	if req.Filter.GetRowFilter() != nil {
+		// Aggregates read columns' newest cells whatever a filter's
+		// transformers would make of them, so a row filter could only
+		// pick rows; nothing needs that yet, and half a meaning is worse
+		// than none.
+		return nil, invalid("filter: Aggregate does not take a row filter")
+	}
 	f, err := compileFilter(req.Filter)
 	if err != nil {
 		return nil, err

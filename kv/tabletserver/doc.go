@@ -25,6 +25,24 @@
 // master has taken the server's tablets away for good, and the server
 // stops for good (Options.OnFatal). A clean Close releases the lock.
 //
+// # Row filters
+//
+// A read's filter may carry a Cloud Bigtable row filter (model.RowFilter,
+// on the wire as tabletpb.RowFilter). The server decodes it without
+// trusting it (bounded depth and size, no enum that wraps), compiles it
+// once per request with model.CompileRowFilter, and evaluates it through
+// an evaluator of the request's own on each row after the filter's other
+// steps (families, time range, versions, conditions, regular
+// expressions): in ReadRow, in Scan in either direction, and as
+// CheckAndMutate's predicate (the row matches if the filter outputs a
+// cell). Labels and stripped values go back in the response's cells. The
+// filter narrows the families read when the request names none
+// (model.CompiledRowFilter.Families), and a filter that can output nothing
+// reads nothing. A row filter drops rows, so a scan with one is bounded
+// like a scan with a selective regular expression: it stops after many
+// dropped rows or its time budget and says where to resume. Row samples
+// draw from Options.Rand.
+//
 // # Errors
 //
 // Requests that can never succeed get InvalidArgument or NotFound. A

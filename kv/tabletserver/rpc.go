@@ -94,6 +94,13 @@ type filter struct {
 	asked map[string]bool
 	// wantStats asks for the read's statistics in the response.
 	wantStats bool
+	// row is the request's Bigtable row filter, compiled once (nil:
+	// none); it runs on the cells that the steps above pass, through an
+	// evaluator per request (evaluator).
+	row *model.CompiledRowFilter
+	// blocked: the row filter outputs nothing for any row, so the request
+	// reads nothing.
+	blocked bool
 }
 
 // withStats returns the read options of a read that counts into st if the
@@ -162,7 +169,57 @@ func compileFilter(f *pb.Filter) (filter, error) {
 		}
 		out.readAlso(out.conds.Families())
 	}
+	if f.RowFilter != nil {
+		tree, err := rowFilterFromProto(f.RowFilter)
+		if err == nil {
+			out.row, err = model.CompileRowFilter(&tree)
+		}
+		if err != nil {
+			return out, toStatus(fmt.Errorf("filter: %w", err))
+		}
+		out.blocked = out.row.BlocksAll()
+	}
 	return out, nil
+}
+
+// narrow lets the row filter narrow the families read to those whose
+// cells can change its output (model.CompiledRowFilter.Families), given
+// the table's families (those of the tablet of row here), when the
+// request names no families itself. The conditions' families are still
+// read, for the conditions only. If no family can produce output, the
+// request reads nothing. A table without a tablet of row here is left as
+// it is: the read fails or finds nothing by itself.
+func (s *Server) narrow(f *filter, table string, row []byte) {
+	if f.row == nil || f.blocked || f.read.Families != nil {
+		return // no schema lookup on the common path
+	}
+	t, err := s.opts.Store.Locate(table, row)
+	if err != nil {
+		return
+	}
+	schema := t.Schema()
+	families := make([]string, len(schema.Families))
+	for i, fam := range schema.Families {
+		families[i] = fam.Name
+	}
+	need := f.row.Families(families)
+	switch {
+	case len(need) == 0:
+		f.blocked = true
+	case len(need) < len(families):
+		f.read.Families = need
+		f.readAlso(f.conds.Families())
+	}
+}
+
+// evaluator returns an evaluator of the row filter for one request (an
+// evaluator keeps scratch buffers and is not safe for concurrent use), or
+// nil if there is no row filter. Row samples draw from rnd.
+func (f *filter) evaluator(rnd func() float64) *model.RowFilterEvaluator {
+	if f.row == nil {
+		return nil
+	}
+	return f.row.NewEvaluator(rnd)
 }
 
 // readAlso makes the read take families too, if it names its families,
@@ -188,7 +245,7 @@ func (f *filter) readAlso(families []string) {
 // dropsRows reports whether the filter may drop rows the store reads, so
 // that the store cannot count rows toward a limit.
 func (f filter) dropsRows() bool {
-	return f.qualifier != nil || f.value != nil || f.conds != nil || f.asked != nil
+	return f.qualifier != nil || f.value != nil || f.conds != nil || f.asked != nil || f.row != nil
 }
 
 // cells returns the cells of a row the filter passes: none if the
@@ -208,6 +265,45 @@ func (f filter) cells(in []model.Cell) []model.Cell {
 		}
 	}
 	return out
+}
+
+// matches reports whether any cell of the row passes the filter, the row
+// filter included (ev, nil if there is none): CheckAndMutate's predicate.
+func (f filter) matches(ev *model.RowFilterEvaluator, key []byte, in []model.Cell) bool {
+	if f.blocked {
+		return false
+	}
+	cells := f.cells(in)
+	if len(cells) == 0 {
+		return false
+	}
+	return ev == nil || len(ev.Eval(key, cells)) > 0
+}
+
+// rowProto returns the row as the filter passes it, or nil if no cell
+// passes: the cells of the steps above, then what the row filter (ev, nil
+// if there is none) outputs, with labels and stripped values.
+func (f filter) rowProto(ev *model.RowFilterEvaluator, row model.Row) *pb.Row {
+	cells := f.cells(row.Cells)
+	if len(cells) == 0 {
+		return nil
+	}
+	if ev == nil {
+		return rowToProto(row, cells)
+	}
+	// The evaluator's result is borrowed until its next Eval: the proto
+	// row copies the cells' headers (their bytes belong to the read, and
+	// the labels to the compiled filter, which outlive the response).
+	out := ev.Eval(row.Key, cells)
+	if len(out) == 0 {
+		return nil
+	}
+	p := &pb.Row{Key: row.Key, Cells: make([]*pb.Cell, len(out))}
+	for i := range out {
+		c := &out[i]
+		p.Cells[i] = &pb.Cell{Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value, Labels: c.Labels}
+	}
+	return p
 }
 
 func rowToProto(r model.Row, cells []model.Cell) *pb.Row {
@@ -256,7 +352,11 @@ func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadR
 	if err != nil {
 		return nil, err
 	}
+	s.narrow(&f, req.Table, req.Row)
 	var st tablet.ReadStats
+	if f.blocked {
+		return &pb.ReadRowResponse{Stats: f.statsProto(&st)}, nil
+	}
 	row, found, err := s.opts.Store.ReadRow(ctx, req.Table, req.Row, f.withStats(&st))
 	if err != nil {
 		return nil, toStatus(err)
@@ -265,8 +365,10 @@ func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadR
 		return nil, err // the lock went during the read: its answer may be stale
 	}
 	out := &pb.ReadRowResponse{Stats: f.statsProto(&st)}
-	if cells := f.cells(row.Cells); found && len(cells) > 0 {
-		out.Found, out.Row = true, rowToProto(row, cells)
+	if found {
+		if p := f.rowProto(f.evaluator(s.opts.Rand), row); p != nil {
+			out.Found, out.Row = true, p
+		}
 	}
 	return out, nil
 }
@@ -295,6 +397,11 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	if err := checkRanges(ranges); err != nil {
 		return err
 	}
+	s.narrow(&f, req.Table, ranges[0].Start)
+	if f.blocked {
+		ranges = nil // nothing can pass: read nothing
+	}
+	ev := f.evaluator(s.opts.Rand)
 	if req.Reversed {
 		ranges = slices.Clone(ranges)
 		slices.Reverse(ranges)
@@ -339,16 +446,18 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 			}
 			row := sc.Row()
 			read, last = read+1, row.Key
-			cells := f.cells(row.Cells)
-			if len(cells) == 0 {
+			p := f.rowProto(ev, row)
+			if p == nil {
 				dropped++
 				continue
 			}
-			p := rowToProto(row, cells)
 			batch = append(batch, p)
 			size += len(p.Key)
 			for _, c := range p.Cells {
 				size += len(c.Qualifier) + len(c.Value) + len(c.Family) + 16
+				for _, l := range c.Labels {
+					size += len(l)
+				}
 			}
 			sent++
 			if size >= scanBatchBytes {
@@ -513,14 +622,21 @@ func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateReque
 	var expects []model.Expect
 	if len(req.Expects) > 0 {
 		if len(f.read.Families) > 0 || f.read.MaxVersions > 0 || f.read.TimeRange != (model.TimeRange{}) {
-			return nil, invalid("a predicate with expects may use only regular expressions")
+			return nil, invalid("a predicate with expects may use only regular expressions and a row filter")
 		}
 		for _, e := range req.Expects {
 			expects = append(expects, model.Expect{Family: e.Family, Qualifier: e.Qualifier, Value: e.Value, Absent: e.Absent})
 		}
+	} else {
+		// Expects need every family's cells, so only a predicate without
+		// them may read less.
+		s.narrow(&f, req.Table, req.Row)
 	}
+	ev := f.evaluator(s.opts.Rand)
 	matched, err := s.opts.Store.CheckAndMutate(ctx, req.Table, req.Row, f.read,
-		func(cells []model.Cell) bool { return len(f.cells(cells)) > 0 && model.ExpectsHold(cells, expects) }, ifTrue, ifFalse)
+		func(cells []model.Cell) bool {
+			return f.matches(ev, req.Row, cells) && model.ExpectsHold(cells, expects)
+		}, ifTrue, ifFalse)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -530,7 +646,10 @@ func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateReque
 	return &pb.CheckAndMutateResponse{PredicateMatched: matched}, nil
 }
 
-// SampleRowKeys returns each tablet's end key with the bytes up to it.
+// SampleRowKeys returns, for each tablet of the table served here, its
+// end key with the bytes of this server's tablets of the table up to it,
+// and its start key; kv/client stitches the servers' answers into the
+// table's samples.
 func (s *Server) SampleRowKeys(ctx context.Context, req *pb.SampleRowKeysRequest) (*pb.SampleRowKeysResponse, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
@@ -545,10 +664,18 @@ func (s *Server) SampleRowKeys(ctx context.Context, req *pb.SampleRowKeysRequest
 			continue
 		}
 		offset += int64(t.Size())
-		out.Samples = append(out.Samples, &pb.SampleRowKeysResponse_Sample{RowKey: t.Range().End, OffsetBytes: offset})
+		r := t.Range()
+		out.Samples = append(out.Samples, &pb.SampleRowKeysResponse_Sample{RowKey: r.End, OffsetBytes: offset, StartKey: r.Start})
 	}
 	if len(out.Samples) == 0 {
-		return nil, status.Errorf(codes.NotFound, "table %q: no tablets served here", req.Table)
+		// The store says why: a table it does not know (NotFound), or, in
+		// a cluster, "not serving", since the table's tablets may have
+		// moved and the client should look again.
+		_, err := s.opts.Store.Locate(req.Table, nil)
+		if err == nil {
+			err = fmt.Errorf("%w: table %q: no tablets served here", model.ErrNotServing, req.Table)
+		}
+		return nil, toStatus(err)
 	}
 	return out, nil
 }

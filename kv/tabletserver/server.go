@@ -81,6 +81,12 @@ type Options struct {
 	// METADATA. A failed report is only logged: the master's scan of the
 	// servers' tablets finds the split anyway.
 	ReportSplit func(ctx context.Context, server, table string, lower, upper model.RowRange) error
+	// Rand supplies the numbers in [0, 1) that the row_sample filters of
+	// row filters draw (model.CompiledRowFilter.NewEvaluator). Concurrent
+	// requests call it, so it must be safe for concurrent use. If nil, New
+	// gives the server a source of its own, seeded from the system's
+	// randomness; tests set a deterministic one.
+	Rand func() float64
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +101,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OnFatal == nil {
 		o.OnFatal = func(error) {}
+	}
+	if o.Rand == nil {
+		o.Rand = newLockedRand().Float64
 	}
 	return o
 }

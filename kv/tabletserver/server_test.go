@@ -115,7 +115,9 @@ type testServer struct {
 	fatal chan error
 }
 
-func startServer(t *testing.T) *testServer {
+// startServer runs a server over a store with table t (families f and g,
+// tablets split at "m"); opts adjust its options.
+func startServer(t *testing.T, opts ...func(*Options)) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	store := tablet.New(dfs.NewLocal(t.TempDir()), "", tablet.Options{})
@@ -131,8 +133,12 @@ func startServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{store: store, coord: newFakeCoord(), fatal: make(chan error, 1)}
-	ts.srv = New(Options{ID: "ts1", Addr: ln.Addr().String(), Store: store, Coord: ts.coord,
-		RelockBackoff: 5 * time.Millisecond, OnFatal: func(err error) { ts.fatal <- err }})
+	o := Options{ID: "ts1", Addr: ln.Addr().String(), Store: store, Coord: ts.coord,
+		RelockBackoff: 5 * time.Millisecond, OnFatal: func(err error) { ts.fatal <- err }}
+	for _, f := range opts {
+		f(&o)
+	}
+	ts.srv = New(o)
 	if err := ts.srv.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
