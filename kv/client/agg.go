@@ -144,7 +144,10 @@ func (s AggregateSpec) proto() ([]*pb.GroupKey, []*pb.AggSpec) {
 // groups as rows.
 func (c *Client) Aggregate(ctx context.Context, table string, rng model.RowRange, f Filter, spec AggregateSpec) ([]AggGroup, error) {
 	groupBy, aggs := spec.proto()
-	filter := f.proto()
+	filter, err := f.proto()
+	if err != nil {
+		return nil, err
+	}
 	var stats ReadStats
 	if spec.Stats != nil {
 		filter.WantStats = true

@@ -106,7 +106,11 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T) *cluster {
-	schema := model.Schema{Families: []model.Family{{Name: "f"}}}
+	return newClusterWith(t, model.Schema{Families: []model.Family{{Name: "f"}}})
+}
+
+// newClusterWith is newCluster with t's schema.
+func newClusterWith(t *testing.T, schema model.Schema) *cluster {
 	userKey := model.MetaKey("t", []byte("p"))
 	cl := &cluster{
 		// METADATA: the root tablet, one tablet up to t's row for "p", one after.

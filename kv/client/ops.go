@@ -83,7 +83,9 @@ func statsFromProto(p *pb.ReadStats) ReadStats {
 		BloomChecks: p.BloomChecks, BloomUseful: p.BloomUseful}
 }
 
-func (f Filter) proto() *pb.Filter {
+// proto encodes the filter for the servers; only a row filter too deep
+// to encode fails (InvalidArgument).
+func (f Filter) proto() (*pb.Filter, error) {
 	out := &pb.Filter{Families: f.Families, QualifierRegex: f.QualifierRegex, ValueRegex: f.ValueRegex,
 		TimeRange: &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}, MaxVersions: int32(f.MaxVersions),
 		WantStats: f.WantStats}
@@ -91,7 +93,13 @@ func (f Filter) proto() *pb.Filter {
 		out.Conditions = append(out.Conditions, &pb.Condition{Family: c.Family, Qualifier: c.Qualifier, Type: int32(c.Type),
 			Op: pb.Condition_Op(c.Op), Operand: c.Operand})
 	}
-	return out
+	if f.RowFilter != nil {
+		var err error
+		if out.RowFilter, err = rowFilterProto(f.RowFilter); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func mutationsProto(ms []model.Mutation) []*pb.Mutation {
@@ -114,10 +122,18 @@ func mutationsProto(ms []model.Mutation) []*pb.Mutation {
 	return out
 }
 
+// rowFromProto converts a row a server returned. Labels stay nil unless
+// a cell has one (only row filters label cells).
 func rowFromProto(r *pb.Row) model.Row {
 	out := model.Row{Key: r.Key, Cells: make([]model.Cell, len(r.Cells))}
 	for i, c := range r.Cells {
 		out.Cells[i] = model.Cell{Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value}
+		if len(c.Labels) > 0 {
+			if out.Labels == nil {
+				out.Labels = make([][]string, len(r.Cells))
+			}
+			out.Labels[i] = c.Labels
+		}
 	}
 	return out
 }
@@ -225,10 +241,15 @@ func (c *Client) ReadRow(ctx context.Context, table string, row []byte, f Filter
 // or not. A retried read returns the statistics of the call that
 // answered.
 func (c *Client) ReadRowStats(ctx context.Context, table string, row []byte, f Filter) (model.Row, bool, ReadStats, error) {
+	pf, err := f.proto()
+	if err != nil {
+		return model.Row{}, false, ReadStats{}, err
+	}
+	req := &pb.ReadRowRequest{Table: table, Row: row, Filter: pf}
 	var resp *pb.ReadRowResponse
-	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+	err = c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
 		var err error
-		resp, err = cli.ReadRow(ctx, &pb.ReadRowRequest{Table: table, Row: row, Filter: f.proto()})
+		resp, err = cli.ReadRow(ctx, req)
 		return err
 	})
 	if err != nil {
@@ -286,7 +307,11 @@ func (c *Client) CheckAndMutate(ctx context.Context, table string, row []byte, p
 // expect to hold: a compare-and-swap on several columns. With expects,
 // the predicate may use only its regular expressions.
 func (c *Client) CompareAndMutate(ctx context.Context, table string, row []byte, predicate Filter, expects []model.Expect, ifTrue, ifFalse []model.Mutation) (bool, error) {
-	req := &pb.CheckAndMutateRequest{Table: table, Row: row, Predicate: predicate.proto()}
+	pf, err := predicate.proto()
+	if err != nil {
+		return false, err
+	}
+	req := &pb.CheckAndMutateRequest{Table: table, Row: row, Predicate: pf}
 	for _, e := range expects {
 		req.Expects = append(req.Expects, &pb.Expect{Family: e.Family, Qualifier: e.Qualifier, Value: e.Value, Absent: e.Absent})
 	}
@@ -297,7 +322,7 @@ func (c *Client) CompareAndMutate(ctx context.Context, table string, row []byte,
 		req.FalseMutations = mutationsProto(ifFalse)
 	}
 	var resp *pb.CheckAndMutateResponse
-	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+	err = c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
 		var err error
 		resp, err = cli.CheckAndMutate(ctx, req)
 		return err
@@ -318,7 +343,7 @@ type Scanner struct {
 	ctx    context.Context
 	table  string
 	rng    model.RowRange
-	filter Filter
+	filter *pb.Filter // encoded once, sent with every call
 	limit  int64
 
 	next []byte // where the next call starts
@@ -336,12 +361,15 @@ type Scanner struct {
 // Scan returns a scanner over rng (an empty End: to the table's end) with
 // at most limit rows (0: no limit).
 func (c *Client) Scan(ctx context.Context, table string, rng model.RowRange, f Filter, limit int64) *Scanner {
-	return &Scanner{c: c, ctx: ctx, table: table, rng: rng, filter: f, limit: limit, next: rng.Start}
+	s := &Scanner{c: c, ctx: ctx, table: table, rng: rng, limit: limit, next: rng.Start}
+	s.filter, s.err = f.proto()
+	return s
 }
 
 // ScanReversed is Scan with the rows in descending key order.
 func (c *Client) ScanReversed(ctx context.Context, table string, rng model.RowRange, f Filter, limit int64) *Scanner {
-	s := &Scanner{c: c, ctx: ctx, table: table, rng: rng, filter: f, limit: limit, reversed: true}
+	s := &Scanner{c: c, ctx: ctx, table: table, rng: rng, limit: limit, reversed: true}
+	s.filter, s.err = f.proto()
 	if len(rng.End) > 0 {
 		s.upper = rng.End
 	}
@@ -386,7 +414,7 @@ func (s *Scanner) fill() {
 			n = min(n, s.limit-s.sent)
 		}
 		stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{{Start: s.next, End: scanEnd}},
-			Filter: s.filter.proto(), RowLimit: n})
+			Filter: s.filter, RowLimit: n})
 		if err != nil {
 			return err
 		}
@@ -469,7 +497,7 @@ func (s *Scanner) fillReversed() {
 				n = min(n, s.limit-s.sent)
 			}
 			stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{{Start: scanStart, End: s.upper}},
-				Filter: s.filter.proto(), RowLimit: n, Reversed: true})
+				Filter: s.filter, RowLimit: n, Reversed: true})
 			if err != nil {
 				return err
 			}
