@@ -45,3 +45,8 @@ go mod download
 if [ ! -d tests/clients/node/node_modules ] || [ tests/clients/node/package-lock.json -nt tests/clients/node/node_modules ]; then
 	(cd tests/clients/node && npm ci --no-audit --no-fund --silent)
 fi
+# Google's Node client of the Bigtable API (@google-cloud/bigtable), pinned
+# the same way.
+if [ ! -d tests/clients/bigtable-node/node_modules ] || [ tests/clients/bigtable-node/package-lock.json -nt tests/clients/bigtable-node/node_modules ]; then
+	(cd tests/clients/bigtable-node && npm ci --no-audit --no-fund --silent)
+fi

@@ -16,7 +16,7 @@ export PATH="$bin:$PATH"
 command -v protoc-gen-go >/dev/null 2>&1 || go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11
 command -v protoc-gen-go-grpc >/dev/null 2>&1 || go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 
-for proto in $(find . -name '*.proto' -not -path './tests/bench/*' -not -path './.git/*'); do
+for proto in $(find . -name '*.proto' -not -path './tests/bench/*' -not -path './.git/*' -not -path '*/node_modules/*'); do
 	protoc -I "$(dirname "$proto")" \
 		--go_out="$(dirname "$proto")" --go_opt=paths=source_relative \
 		--go-grpc_out="$(dirname "$proto")" --go-grpc_opt=paths=source_relative \
