@@ -2,7 +2,6 @@ package sstable
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/cellardb/cellar/kv/model"
 )
@@ -262,6 +261,6 @@ func (i *Iter) Close() error {
 		b := i.scratch
 		i.r.bufs.Put(&b)
 	}
-	*i = Iter{r: i.r, loaded: -1, err: fmt.Errorf("%w: sstable %s: iterator closed", model.ErrClosed, i.r.name)}
+	*i = Iter{r: i.r, loaded: -1, err: i.r.iterClosed}
 	return err
 }

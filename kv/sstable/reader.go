@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"sync"
@@ -66,6 +67,9 @@ type Reader struct {
 	// bufs holds read buffers for compressed blocks (*[]byte), so that
 	// short-lived iterators, one per point read, do not each allocate one.
 	bufs sync.Pool
+	// iterClosed is what a closed iterator reports, made once: a point
+	// read closes an iterator per file.
+	iterClosed error
 }
 
 // meta is what Open reads apart from the data blocks.
@@ -84,7 +88,8 @@ func Open(f dfs.File, name string, opts ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, model.IOError("sstable "+name, err)
 	}
-	r := &Reader{f: f, name: name, opts: opts, size: uint64(size)}
+	r := &Reader{f: f, name: name, opts: opts, size: uint64(size),
+		iterClosed: fmt.Errorf("%w: sstable %s: iterator closed", model.ErrClosed, name)}
 	var whole []byte
 	if opts.InMemory {
 		whole = make([]byte, size)
