@@ -34,7 +34,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"demo":         {"run everything that exists in one process, with data under ./cellar-data", runDemo},
+		"demo":         {"run everything in one process, with data under ./cellar-data", runDemo},
 		"version":      {"print the version", runVersion},
 		"sstable":      {"inspect SSTable files: dump, check", runSSTable},
 		"log":          {"inspect a commit log directory: dump", runLog},
@@ -42,6 +42,7 @@ func commands() map[string]command {
 		"lock":         {"browse and change a Chubby cell: ls, cat, stat, put, mkdir, rm, setacl, acquire", runLock},
 		"tabletserver": {"run one tablet server, registered in the Chubby cell", runTabletServer},
 		"master":       {"run a master (a standby until it takes the master lock)", runMaster},
+		"gateway":      {"serve the PostgreSQL protocol and the Bigtable API for a running cluster", runGateway},
 		"table":        {"manage tables through the master: create, alter, drop, ls", runTable},
 		"kv":           {"read and write rows through the client library: put, get, scan", runKV},
 		"admin":        {"manage the SQL gateway's users: user add", runAdmin},

@@ -36,10 +36,10 @@ import (
 	"github.com/cellardb/cellar/query"
 )
 
-// runDemo runs every part of cellar that exists in one process. Today
-// that is a Chubby cell of one or three replicas, three tablet servers
-// over one dfs root, the master, and the HTTP status endpoints; the SQL
-// gateway and the Bigtable API join them as they are built.
+// runDemo runs every part of cellar in one process: a Chubby cell of one
+// or three replicas, three tablet servers over one dfs root, the master,
+// the HTTP status endpoints, and the gateway's two front doors, the
+// PostgreSQL protocol and the Bigtable API.
 func runDemo(args []string, env Env) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
@@ -51,6 +51,7 @@ func runDemo(args []string, env Env) int {
 	tsCount := fs.Int("tabletservers", 3, "tablet servers to run")
 	masterAddr := fs.String("master", "127.0.0.1:9001", "address of the master's admin RPCs")
 	pgAddr := fs.String("pgwire", "127.0.0.1:5433", "address of the PostgreSQL protocol gateway (psql, drivers)")
+	btAddr := fs.String("bigtable", DefaultBigtableAddr, "address of the Bigtable gRPC API (clients connect with BIGTABLE_EMULATOR_HOST); empty: off")
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse gateway connections that do not use TLS")
@@ -134,6 +135,17 @@ func runDemo(args []string, env Env) int {
 	}
 	gateway := pgwire.New(gwOpts)
 	go gateway.Serve(pgln)
+	var bt *bigtableGateway
+	if *btAddr != "" {
+		if bt, err = startBigtable(*btAddr, gw.kv); err != nil {
+			gateway.Close(context.Background())
+			gw.close(context.Background())
+			srv.Close()
+			roles.close(context.Background())
+			closeReplicas(env, "demo", cellReplicas...)
+			return fail(env, "demo", err)
+		}
+	}
 
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
 	fmt.Fprintf(env.Stdout, "  data:    %s (the dfs root is %s)\n", *data, dfsRoot)
@@ -153,13 +165,16 @@ func runDemo(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "                cellar kv scan %susers\n", chubbyFlag)
 	pgHost, pgPort, _ := net.SplitHostPort(pgln.Addr().String())
 	fmt.Fprintf(env.Stdout, "  sql:     psql \"postgresql://cellar@%s:%s/cellar\"\n", pgHost, pgPort)
-	fmt.Fprintln(env.Stdout, "  not yet: the Bigtable API (127.0.0.1:8086); it arrives with a later issue.")
+	if bt != nil {
+		fmt.Fprintf(env.Stdout, "  bigtable: export BIGTABLE_EMULATOR_HOST=%s   (then any Bigtable client; any project and instance)\n", bt.addr)
+	}
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
 	<-ctx.Done()
 	fmt.Fprintln(env.Stdout, "\nstopping...")
 	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	bt.close(shut)
 	err = errors.Join(gateway.Close(shut), gw.close(shut), srv.Shutdown(shut), roles.close(shut))
 	if closeReplicas(env, "demo", cellReplicas...) != 0 {
 		return 1
