@@ -33,12 +33,14 @@ type demo struct {
 	url    string // of the status pages
 	chubby string // client address of the Chubby cell
 	pg     string // the gateway's connection URL
+	// bigtable is the Bigtable API's address, for BIGTABLE_EMULATOR_HOST.
+	bigtable string
 }
 
 // startDemo starts "cellar demo" on free ports and reads its banner.
 func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 	t.Helper()
-	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0", "-pgwire", "127.0.0.1:0"}, extra...)
+	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0", "-pgwire", "127.0.0.1:0", "-bigtable", "127.0.0.1:0"}, extra...)
 	d := &demo{cmd: exec.Command(bin, args...), stderr: &strings.Builder{}}
 	out, _ := d.cmd.StdoutPipe()
 	d.cmd.Stderr = d.stderr
@@ -50,8 +52,9 @@ func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 	httpRe := regexp.MustCompile(`http://([0-9.:]+)/`)
 	chubbyRe := regexp.MustCompile(`clients on ([0-9.:]+)`)
 	pgRe := regexp.MustCompile(`psql "(postgresql://[^"]+)"`)
+	btRe := regexp.MustCompile(`BIGTABLE_EMULATOR_HOST=([0-9.:]+)`)
 	deadline := time.Now().Add(60 * time.Second)
-	for (d.url == "" || d.chubby == "" || d.pg == "") && time.Now().Before(deadline) {
+	for (d.url == "" || d.chubby == "" || d.pg == "" || d.bigtable == "") && time.Now().Before(deadline) {
 		line, err := d.lines.ReadString('\n')
 		if err != nil {
 			t.Fatalf("demo exited early: %v; stderr: %s", err, d.stderr.String())
@@ -65,8 +68,11 @@ func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 		if m := pgRe.FindStringSubmatch(line); m != nil {
 			d.pg = m[1]
 		}
+		if m := btRe.FindStringSubmatch(line); m != nil {
+			d.bigtable = m[1]
+		}
 	}
-	if d.url == "" || d.chubby == "" || d.pg == "" {
+	if d.url == "" || d.chubby == "" || d.pg == "" || d.bigtable == "" {
 		t.Fatalf("demo printed no addresses; stderr: %s", d.stderr.String())
 	}
 	return d

@@ -20,6 +20,13 @@ const module = "github.com/cellardb/cellar"
 // parts so that a text search for imports of it does not find this file.)
 const pebble = "github.com/cockroachdb" + "/pebble"
 
+// onlyFrom maps a package of the module to the package trees that alone
+// may import it: a front door is wired into the binary by ops, and
+// nothing below it may reach up into one.
+var onlyFrom = map[string][]string{
+	"kv/bigtableapi": {"ops/", "tests"},
+}
+
 // allowed maps a package (or, ending in "/...", a package tree) to the
 // non-standard imports it may have. A "/..." entry allows a tree. Packages
 // of the module not listed here may import nothing of the module yet; add
@@ -45,6 +52,8 @@ var allowed = map[string][]string{
 	"pgwire":          {"query/...", "github.com/jackc/pgx/v5/pgproto3", "github.com/xdg-go/scram"},
 	"ops/...":         {"*"},
 	"tests/...":       {"*"},
+	// kv/bigtableapi: besides bigtablepb and adminpb, the message packages that adminpb's method signatures use (IAM, long-running operations).
+	"kv/bigtableapi": {"kv/client", "kv/model", "cloud.google.com/go/bigtable/apiv2/bigtablepb", "cloud.google.com/go/bigtable/admin/apiv2/adminpb", "cloud.google.com/go/iam/apiv1/iampb", "cloud.google.com/go/longrunning/autogen/longrunningpb", "google.golang.org/grpc/...", "google.golang.org/protobuf/..."},
 }
 
 func moduleRoot(t *testing.T) string {
@@ -119,6 +128,15 @@ func TestImportLayering(t *testing.T) {
 			}
 			if strings.HasPrefix(imp, module+"/ops") && !strings.HasPrefix(pkg, "ops") {
 				t.Errorf("%s imports %s: nothing imports ops", pkg, imp)
+			}
+			if from, ok := onlyFrom[strings.TrimPrefix(imp, module+"/")]; ok {
+				permitted := false
+				for _, f := range from {
+					permitted = permitted || strings.HasPrefix(pkg, f)
+				}
+				if !permitted {
+					t.Errorf("%s imports %s, which only %v may import", pkg, imp, from)
+				}
 			}
 			if strings.HasPrefix(imp, pebble) {
 				t.Errorf("%s imports %s: pebble belongs only in tests/bench (it breaks dragonboat)", pkg, imp)
