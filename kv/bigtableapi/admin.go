@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 	"strconv"
 
 	adminpb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
@@ -158,7 +157,7 @@ func (a *adminService) CreateTable(ctx context.Context, req *adminpb.CreateTable
 	for id := range req.GetTable().GetColumnFamilies() {
 		ids = append(ids, id)
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	for _, id := range ids {
 		gc, err := familyFromProto(id, req.Table.ColumnFamilies[id])
 		if err != nil {
@@ -237,7 +236,7 @@ func (a *adminService) ListTables(ctx context.Context, req *adminpb.ListTablesRe
 			names = append(names, n)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	out := &adminpb.ListTablesResponse{}
 	if req.PageSize > 0 && len(names) > int(req.PageSize) {
 		names = names[:req.PageSize]
