@@ -85,8 +85,9 @@
 // the rows (keys only, through a filter) and deletes them in batches of
 // Options.DropBatch with ApplyBulk under the caller's context: it costs
 // O(rows), is not atomic, and rows written while it runs may survive.
-// Backups, snapshots, authorized views, IAM, consistency tokens and the
-// other admin calls answer Unimplemented.
+// Consistency tokens are always consistent: each tablet has one copy, so
+// a write is visible everywhere once acknowledged. Backups, snapshots,
+// authorized views, IAM and the other admin calls answer Unimplemented.
 //
 // # Errors
 //
