@@ -493,6 +493,11 @@ func TestBigtableClientRowSets(t *testing.T) {
 	tbl := e.data.Open("sets")
 	e.fillRows(tbl)
 	rangeList := bigtable.RowRangeList{bigtable.NewRange("x", "z"), bigtable.NewRange("b", "d"), bigtable.NewRange("c", "f")}
+	// More keys than one window of parallel point reads, some absent.
+	var many bigtable.RowList
+	for c := 'z'; c >= 'a'; c-- {
+		many = append(many, string(c), string(c)+"-absent")
+	}
 	for _, tc := range []struct {
 		name string
 		set  bigtable.RowSet
@@ -515,6 +520,9 @@ func TestBigtableClientRowSets(t *testing.T) {
 		{"reversed", bigtable.NewRange("f", "s"), []bigtable.ReadOption{bigtable.ReverseScan()}, "rqponmlkjihgf"},
 		{"reversed list with a limit", rangeList, []bigtable.ReadOption{bigtable.ReverseScan(), bigtable.LimitRows(4)}, "yxed"},
 		{"reversed row list", bigtable.RowList{"c", "q", "a"}, []bigtable.ReadOption{bigtable.ReverseScan()}, "qca"},
+		{"many keys", many, nil, "abcdefghijklmnopqrstuvwxyz"},
+		{"many keys with a limit", many, []bigtable.ReadOption{bigtable.LimitRows(20)}, "abcdefghijklmnopqrst"},
+		{"many keys reversed with a limit", many, []bigtable.ReadOption{bigtable.ReverseScan(), bigtable.LimitRows(18)}, "zyxwvutsrqponmlkji"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := strings.Join(e.readKeys(tbl, tc.set, tc.opts...), ""); got != tc.want {

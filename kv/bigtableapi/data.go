@@ -2,6 +2,8 @@ package bigtableapi
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
@@ -66,25 +68,26 @@ func (d *dataService) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_R
 // most limit rows in all (0: no limit), into w, adding the servers' read
 // statistics to seen.
 func (d *dataService) readSpans(ctx context.Context, table string, spans []span, reversed bool, limit int64, f client.Filter, w *rowWriter, seen *client.ReadStats) error {
-	for i := range spans {
+	if reversed {
+		spans = slices.Clone(spans)
+		slices.Reverse(spans)
+	}
+	for i := 0; i < len(spans); i++ {
 		if limit > 0 && w.rows >= limit {
 			return nil
 		}
 		s := spans[i]
-		if reversed {
-			s = spans[len(spans)-1-i]
-		}
 		if s.point {
-			row, found, st, err := d.opts.Rows.ReadRowStats(ctx, table, s.start, f)
-			seen.Add(st)
-			if err != nil {
-				return toStatus(err)
+			// A run of keys is read pointReadWindow at a time, in
+			// parallel, and sent in order.
+			n := 1
+			for i+n < len(spans) && n < pointReadWindow && spans[i+n].point {
+				n++
 			}
-			if found {
-				if err := w.add(row); err != nil {
-					return err
-				}
+			if err := d.readPoints(ctx, table, spans[i:i+n], limit, f, w, seen); err != nil {
+				return err
 			}
+			i += n - 1
 			continue
 		}
 		left := int64(0)
@@ -105,6 +108,50 @@ func (d *dataService) readSpans(ctx context.Context, table string, spans []span,
 		seen.Add(sc.Stats())
 		if err := sc.Err(); err != nil {
 			return toStatus(err)
+		}
+	}
+	return nil
+}
+
+// pointReadWindow is how many point reads of one ReadRows run at once: a
+// request naming many keys costs about one round trip per window, not per
+// key.
+const pointReadWindow = 16
+
+// readPoints reads the rows of point spans in parallel and adds those
+// found to w in the spans' order, until w holds limit rows (0: no limit).
+func (d *dataService) readPoints(ctx context.Context, table string, spans []span, limit int64, f client.Filter, w *rowWriter, seen *client.ReadStats) error {
+	type result struct {
+		row   model.Row
+		found bool
+		st    client.ReadStats
+		err   error
+	}
+	res := make([]result, len(spans))
+	if len(spans) == 1 {
+		r := &res[0]
+		r.row, r.found, r.st, r.err = d.opts.Rows.ReadRowStats(ctx, table, spans[0].start, f)
+	} else {
+		var wg sync.WaitGroup
+		for i := range spans {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := &res[i]
+				r.row, r.found, r.st, r.err = d.opts.Rows.ReadRowStats(ctx, table, spans[i].start, f)
+			}()
+		}
+		wg.Wait()
+	}
+	for _, r := range res {
+		seen.Add(r.st)
+		if r.err != nil {
+			return toStatus(r.err)
+		}
+		if r.found && (limit == 0 || w.rows < limit) {
+			if err := w.add(r.row); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

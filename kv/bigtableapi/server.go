@@ -14,8 +14,9 @@ import (
 )
 
 // Rows is what the data API needs of kv/client; *client.Client has it.
-// Its errors are gRPC statuses or kv/model's classes, and it does the
-// data path's retries.
+// Its errors are gRPC statuses or kv/model's classes, it does the
+// data path's retries, and it is safe for concurrent use (a ReadRows of
+// many keys reads them in parallel).
 type Rows interface {
 	Apply(ctx context.Context, table string, m *model.RowMutation) error
 	ApplyBulk(ctx context.Context, table string, ms []*model.RowMutation) []error
