@@ -127,7 +127,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", filepath.Join("results", "latest.md"), "Markdown report to write")
 	flag.Var(&cfg.rocksdb, "rocksdb", "run RocksDB's db_bench too (default: if db_bench is on PATH)")
 	flag.StringVar(&cfg.child, "child", "", "internal: run one engine and print JSON results")
-	flag.StringVar(&suites, "suites", "storage,coord,kv,sql", "comma-separated suites: storage (cellar's tablet engine vs goleveldb, Pebble, RocksDB), coord (cellar's Chubby cell vs etcd), kv (one tablet server vs the Bigtable paper's Figure 6), sql (cellar's SQL gateway vs PostgreSQL 15 through pgbench)")
+	flag.StringVar(&suites, "suites", "storage,coord,kv,sql,bigtable", "comma-separated suites: storage (cellar's tablet engine vs goleveldb, Pebble, RocksDB), coord (cellar's Chubby cell vs etcd), kv (one tablet server vs the Bigtable paper's Figure 6), sql (cellar's SQL gateway vs PostgreSQL 15 through pgbench), bigtable (cellar's Bigtable API vs bttest through the Go client)")
 	flag.IntVar(&cfg.kv.rows, "kv-rows", 300_000, "kv: rows each write workload writes (1000-byte values)")
 	flag.IntVar(&cfg.kv.memRows, "kv-mem-rows", 50_000, "kv: rows of the in-memory table")
 	flag.IntVar(&cfg.kv.clients, "kv-clients", 16, "kv: concurrent clients")
@@ -141,6 +141,14 @@ func main() {
 	flag.StringVar(&cfg.coord.etcd, "etcd", "etcd", "coord: the etcd server binary (Debian's etcd-server)")
 	flag.Usage = usage
 	flag.Parse()
+	if btServe != "" {
+		// The bigtable suite's bttest child.
+		if err := serveBttest(btServe); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: bttest:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg.workloads = splitList(workloads)
 	cfg.engines = splitList(engines)
 	cfg.suites = splitList(suites)
@@ -175,7 +183,7 @@ func usage() {
 	out := flag.CommandLine.Output()
 	fmt.Fprintf(out, "usage: go run . [flags]   (or: make bench BENCHFLAGS='flags')\n\nflags:\n")
 	flag.VisitAll(func(f *flag.Flag) {
-		if f.Name == "child" {
+		if f.Name == "child" || f.Name == "bt-serve-bttest" {
 			return
 		}
 		def := ""
@@ -216,8 +224,8 @@ func validate(cfg config) error {
 		return errors.New("-coord-duration, -coord-window, -coord-sessions and -coord-value-size must be positive")
 	}
 	for _, s := range cfg.suites {
-		if s != "storage" && s != "coord" && s != "kv" && s != "sql" {
-			return fmt.Errorf("unknown suite %q (have storage, coord, kv, sql)", s)
+		if s != "storage" && s != "coord" && s != "kv" && s != "sql" && s != "bigtable" {
+			return fmt.Errorf("unknown suite %q (have storage, coord, kv, sql, bigtable)", s)
 		}
 	}
 	if cfg.kv.rows < cfg.kv.clients || cfg.kv.memRows < 1 || cfg.kv.clients < 1 || cfg.kv.batch < 1 || cfg.kv.duration <= 0 {
@@ -294,6 +302,12 @@ func runParent(cfg config) (err error) {
 	}
 	if slices.Contains(cfg.suites, "sql") {
 		t, m, err := runSQLSuite(base, cfg.runs)
+		text.WriteString(t)
+		md.WriteString(m)
+		errs = append(errs, err)
+	}
+	if slices.Contains(cfg.suites, "bigtable") {
+		t, m, err := runBigtableSuite(base, cfg.runs, cfg.cpuProfile)
 		text.WriteString(t)
 		md.WriteString(m)
 		errs = append(errs, err)
