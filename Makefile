@@ -43,6 +43,7 @@ soak:
 	$(GO) test -count=20 -timeout 60m -run 'TestFailoverUnderLoad|TestLinearizableUnderLeaderKills|TestSessionExpiry|TestSequencerFencing' ./coord/cell/
 	$(GO) test -count=5 -timeout 60m -run 'TestChubbyProcessesSurviveKill9' ./tests/
 	$(GO) test -count=10 -timeout 60m -run 'TestKVClusterProcesses|TestFencingAfterSIGSTOP|TestTabletServerCrashRecovery|TestSplitsUnderLoad|TestFileGC' ./tests/
+	CELLAR_BT_DIFF_OPS=20000 $(GO) test -count=3 -timeout 60m -run 'TestBigtableAgainstBttest' ./tests/
 	$(MAKE) fuzz
 
 fuzz:
@@ -51,6 +52,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./kv/sstable/
 	$(GO) test -run '^$$' -fuzz '^FuzzConnection$$' -fuzztime $(FUZZTIME) ./pgwire/
 	$(GO) test -run '^$$' -fuzz '^FuzzSCRAM$$' -fuzztime $(FUZZTIME) ./pgwire/
+	$(GO) test -run '^$$' -fuzz '^FuzzRowFilter$$' -fuzztime $(FUZZTIME) ./kv/model/
+	$(GO) test -run '^$$' -fuzz '^FuzzStatements$$' -fuzztime $(FUZZTIME) ./query/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDateTime$$' -fuzztime $(FUZZTIME) ./query/pgtypes/
+	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME) ./query/pgtypes/
 
 deps:
 	./scripts/deps.sh

@@ -119,14 +119,6 @@ import (
 //   - No reversed reads through the generated stubs: bttest reverses only
 //     for clients that announce the feature in a header the Go client
 //     sends (its reversed reads are covered).
-//
-// # Where cellar differs
-//
-// A read-modify-write's answer is compared with each family's columns
-// sorted by qualifier: data.proto requires that order of a Row ("Sorted in
-// order of increasing qualifier"), and bttest follows it, but cellar's
-// kv/bigtableapi (rowProto) answers the columns in the order of the
-// request's rules.
 func TestBigtableAgainstBttest(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CELLAR_SEED"); s != "" {
@@ -625,14 +617,6 @@ func (x *btDiff) readModifyWrite() {
 		return
 	}
 	x.learn(key)
-	// cellar answers the columns in the order of the rules, bttest (and
-	// data.proto: a Family's columns are sorted by qualifier) in
-	// qualifier order; see the test's comment.
-	for _, r := range rows {
-		for _, items := range r {
-			slices.SortStableFunc(items, func(a, b bigtable.ReadItem) int { return strings.Compare(a.Column, b.Column) })
-		}
-	}
 	if a, b := x.sides[0].render(rows[0]), x.sides[1].render(rows[1]); a != b {
 		x.fail("ReadModifyWriteRow's answer differs:\ncellar: %s\nbttest: %s", a, b)
 	}

@@ -1,8 +1,11 @@
 package bigtableapi
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -353,6 +356,15 @@ func rowProto(key []byte, cells []model.Cell) *btpb.Row {
 			f.Columns = append(f.Columns, col)
 		}
 		col.Cells = append(col.Cells, &btpb.Cell{TimestampMicros: c.Timestamp, Value: c.Value})
+	}
+	// data.proto: a family's columns in increasing qualifier order, a
+	// column's cells newest first (the cells may come in rule order).
+	slices.SortFunc(out.Families, func(a, b *btpb.Family) int { return strings.Compare(a.Name, b.Name) })
+	for _, f := range out.Families {
+		slices.SortFunc(f.Columns, func(a, b *btpb.Column) int { return bytes.Compare(a.Qualifier, b.Qualifier) })
+		for _, col := range f.Columns {
+			slices.SortStableFunc(col.Cells, func(a, b *btpb.Cell) int { return cmp.Compare(b.TimestampMicros, a.TimestampMicros) })
+		}
 	}
 	return out
 }
