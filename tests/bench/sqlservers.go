@@ -298,7 +298,7 @@ func startCellarDemo(tools sqlTools, bin string, built bool, dir string) (*sqlSi
 		tools: tools, dataDir: data, logPath: filepath.Join(dir, "cellar.log")}
 	cmd := exec.Command(bin, "demo", "-data", data, "-pgwire", addrs[0], "-http", "127.0.0.1:0",
 		"-chubby", "127.0.0.1:0", "-chubby-replicas", "1", "-tabletserver", "127.0.0.1:0", "-tabletservers", "3",
-		"-master", "127.0.0.1:0")
+		"-master", "127.0.0.1:0", "-bigtable", "")
 	cmd.Dir = dir
 	// The demo reads unset flags from CELLAR_DEMO_*; none of the caller's.
 	for _, kv := range os.Environ() {
