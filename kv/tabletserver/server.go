@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,7 +234,9 @@ func (s *Server) serving() error {
 // Serve answers RPCs on ln until Close.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	s.grpc = grpc.NewServer()
+	// Stream workers keep their goroutines and so their grown stacks; a
+	// goroutine per call would grow one through the read path each time.
+	s.grpc = grpc.NewServer(grpc.NumStreamWorkers(uint32(8 * runtime.GOMAXPROCS(0))))
 	pb.RegisterTabletServerServer(s.grpc, s)
 	g := s.grpc
 	s.mu.Unlock()
