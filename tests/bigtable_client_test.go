@@ -423,6 +423,10 @@ func TestBigtableClientMutationsAndReads(t *testing.T) {
 			}
 		}
 	}
+	// A missing table fails the whole call, as on the service.
+	if _, err := e.data.Open("missing").ApplyBulk(ctx, []string{"a", "b"}, []*bigtable.Mutation{muts[0], muts[1]}); status.Code(err) != codes.NotFound {
+		t.Fatalf("apply bulk to a missing table: %v, want NotFound for the call", err)
+	}
 	// Malformed entries fail alone, without failing the batch.
 	mr, err := e.raw.MutateRows(ctx, &btpb.MutateRowsRequest{TableName: e.tableName("rows"), Entries: []*btpb.MutateRowsRequest_Entry{
 		{RowKey: []byte("bulk200"), Mutations: []*btpb.Mutation{setCell("cf", "n", 1000, "ok")}},

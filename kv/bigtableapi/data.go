@@ -249,8 +249,22 @@ func (d *dataService) MutateRows(req *btpb.MutateRowsRequest, stream btpb.Bigtab
 		index = append(index, i)
 	}
 	if len(valid) > 0 {
+		notFound := false
 		for k, err := range d.opts.Rows.ApplyBulk(stream.Context(), name.table, valid) {
 			errs[index[k]] = toStatus(err)
+			notFound = notFound || status.Code(errs[index[k]]) == codes.NotFound
+		}
+		// The service fails the whole call for a missing table (a
+		// missing family fails only its entries); the schemas say which
+		// it was, asked only on this error path.
+		if notFound {
+			all, err := d.opts.Admin.Tables(stream.Context())
+			if err != nil {
+				return toStatus(err)
+			}
+			if _, ok := all[name.table]; !ok {
+				return status.Errorf(codes.NotFound, "table %q not found", name.table)
+			}
 		}
 	}
 	resp := &btpb.MutateRowsResponse{Entries: make([]*btpb.MutateRowsResponse_Entry, len(errs))}
