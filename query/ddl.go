@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -187,6 +188,18 @@ func (s *Session) compileDialect(ctx context.Context, p piece) (*Statement, erro
 	return st, nil
 }
 
+// copySchema returns a deep copy of s, through the JSON the master
+// stores schemas in.
+func copySchema(s model.Schema) (model.Schema, error) {
+	js, err := json.Marshal(s)
+	if err != nil {
+		return model.Schema{}, err
+	}
+	var out model.Schema
+	err = json.Unmarshal(js, &out)
+	return out, err
+}
+
 // checkTableName keeps user tables out of the system catalogs' names.
 func checkTableName(name string) error {
 	if strings.HasPrefix(name, "pg_") || name == "information_schema" || strings.Contains(name, "/") {
@@ -201,11 +214,19 @@ func (s *Session) alterRun(name string, change func(*catalog.Table, model.Schema
 		if err != nil {
 			return nil, err
 		}
-		a, err := change(def, sc)
+		// The change is made from sc, maybe from the schema cache, and
+		// the master refuses it if the schema has changed since. change
+		// may edit its schema's slices and maps, which the cache shares
+		// with other sessions: it gets a copy.
+		work, err := copySchema(sc)
 		if err != nil {
 			return nil, err
 		}
-		err = s.opts.Tables.KV.UpdateSchema(ctx, name, a.Schema)
+		a, err := change(def, work)
+		if err != nil {
+			return nil, err
+		}
+		err = s.opts.Tables.KV.UpdateSchema(ctx, name, &sc, a.Schema)
 		s.opts.Tables.Invalidate()
 		if err != nil {
 			return nil, kvError(err, true)

@@ -19,7 +19,9 @@ type KV interface {
 	Tables(ctx context.Context) (map[string]model.Schema, error)
 	CreateTable(ctx context.Context, name string, s model.Schema, splits [][]byte) error
 	DeleteTable(ctx context.Context, name string) error
-	UpdateSchema(ctx context.Context, name string, s model.Schema) error
+	// UpdateSchema replaces a table's schema; with expected, only if the
+	// schema is still expected (model.ErrAborted if not).
+	UpdateSchema(ctx context.Context, name string, expected *model.Schema, s model.Schema) error
 
 	Apply(ctx context.Context, table string, m *model.RowMutation) error
 	// CompareAndMutate applies ifTrue if the row has a cell and every
@@ -106,6 +108,8 @@ func kvError(err error, write bool) error {
 		return sqlstate.Errorf(codeInsufficientResources, "%v", err)
 	case errors.Is(err, model.ErrCorruption):
 		return sqlstate.Errorf(codeDataCorrupted, "%v", err)
+	case errors.Is(err, model.ErrAborted):
+		return sqlstate.Errorf(codeSerializationFailure, "%v", err)
 	case write && model.Retryable(err):
 		return &sqlstate.Error{Code: codeTransactionResolutionUnknown, Message: err.Error(),
 			Detail: "The write may or may not have been applied."}

@@ -215,6 +215,53 @@ func TestBigtableClientAdmin(t *testing.T) {
 		t.Fatalf("kv schema of family i: %v", f.GC)
 	}
 
+	// A schema change made from a schema that has changed since is
+	// refused (the master compares), so read-modify-write changes cannot
+	// lose one another.
+	s2 := s1
+	s2.Families = append(slices.Clone(s1.Families), model.Family{Name: "cas1"})
+	if err := e.qkv.UpdateSchema(ctx, "admin1", &s1, s2); err != nil {
+		t.Fatalf("a change from the current schema: %v", err)
+	}
+	s3 := s1
+	s3.Families = append(slices.Clone(s1.Families), model.Family{Name: "cas2"})
+	if err := e.qkv.UpdateSchema(ctx, "admin1", &s1, s3); !errors.Is(err, model.ErrAborted) {
+		t.Fatalf("a change from a stale schema: %v, want aborted", err)
+	}
+	// Concurrent ModifyColumnFamilies: each either applies or is aborted,
+	// and none is lost silently.
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.admin.CreateColumnFamily(ctx, "admin1", fmt.Sprintf("conc%d", i))
+		}()
+	}
+	wg.Wait()
+	ti, err := e.admin.TableInfo(ctx, "admin1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		name := fmt.Sprintf("conc%d", i)
+		has := slices.ContainsFunc(ti.FamilyInfos, func(f bigtable.FamilyInfo) bool { return f.Name == name })
+		switch {
+		case err == nil && !has:
+			t.Fatalf("family %s was acknowledged and lost", name)
+		case err != nil && (has || status.Code(err) != codes.Aborted):
+			t.Fatalf("family %s: %v (present: %v)", name, err, has)
+		}
+	}
+	for _, name := range []string{"cas1", "conc0", "conc1", "conc2", "conc3", "conc4", "conc5"} {
+		if slices.ContainsFunc(ti.FamilyInfos, func(f bigtable.FamilyInfo) bool { return f.Name == name }) {
+			if err := e.admin.DeleteColumnFamily(ctx, "admin1", name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
 	wantCode(t, "create again", e.admin.CreateTable(ctx, "admin1"), codes.AlreadyExists)
 	wantCode(t, "bad table id", e.admin.CreateTable(ctx, "no/slash"), codes.InvalidArgument)
 	_, err = e.admin.TableInfo(ctx, "missing")

@@ -293,6 +293,7 @@ func (a *adminService) ModifyColumnFamilies(ctx context.Context, req *adminpb.Mo
 	if err != nil {
 		return nil, err
 	}
+	old := s // the changes below replace s.Families, never edit it
 	fams := slices.Clone(s.Families)
 	find := func(id string) int {
 		return slices.IndexFunc(fams, func(f model.Family) bool { return f.Name == id })
@@ -352,7 +353,7 @@ func (a *adminService) ModifyColumnFamilies(ctx context.Context, req *adminpb.Mo
 	if err := s.Validate(); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := a.opts.Admin.UpdateSchema(ctx, name.table, s); err != nil {
+	if err := a.opts.Admin.UpdateSchema(ctx, name.table, &old, s); err != nil {
 		return nil, toStatus(err)
 	}
 	return tableProto(name, s, adminpb.Table_SCHEMA_VIEW), nil

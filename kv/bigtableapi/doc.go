@@ -80,8 +80,9 @@
 // intersection); ModifyColumnFamilies reads the schema, applies the
 // modifications in order and writes it back in one UpdateSchema, keeping
 // what the Bigtable API does not describe (locality groups, SQL's column
-// types in Schema.Meta). Two concurrent schema changes of one table may
-// lose one of them: the master replaces schemas whole. DropRowRange scans
+// types in Schema.Meta). The write is conditional on the schema
+// it was made from: of two concurrent changes of one table, the master
+// refuses the later with ABORTED rather than lose the earlier. DropRowRange scans
 // the rows (keys only, through a filter) and deletes them in batches of
 // Options.DropBatch with ApplyBulk under the caller's context: it costs
 // O(rows), is not atomic, and rows written while it runs may survive.

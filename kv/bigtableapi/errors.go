@@ -47,6 +47,8 @@ func toStatus(err error) error {
 		code = codes.FailedPrecondition
 	case errors.Is(err, model.ErrNotServing), errors.Is(err, model.ErrUnavailable), errors.Is(err, model.ErrClosed):
 		code = codes.Unavailable
+	case errors.Is(err, model.ErrAborted):
+		code = codes.Aborted
 	case errors.Is(err, model.ErrResourceExhausted):
 		code = codes.ResourceExhausted
 	case errors.Is(err, model.ErrCorruption):

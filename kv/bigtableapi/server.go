@@ -41,7 +41,9 @@ type Admin interface {
 	CreateTable(ctx context.Context, name string, s model.Schema, splits [][]byte) error
 	DeleteTable(ctx context.Context, name string) error
 	// UpdateSchema replaces a table's schema.
-	UpdateSchema(ctx context.Context, name string, s model.Schema) error
+	// UpdateSchema replaces a table's schema if it is still expected
+	// (nil: in any case); model.ErrAborted if it is not.
+	UpdateSchema(ctx context.Context, name string, expected *model.Schema, s model.Schema) error
 }
 
 // MaxRequestBytes is the largest request message the gateway should

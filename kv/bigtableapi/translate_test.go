@@ -471,5 +471,5 @@ func (fakeAdmin) Tables(context.Context) (map[string]model.Schema, error) { retu
 func (fakeAdmin) CreateTable(context.Context, string, model.Schema, [][]byte) error {
 	return nil
 }
-func (fakeAdmin) DeleteTable(context.Context, string) error                { return nil }
-func (fakeAdmin) UpdateSchema(context.Context, string, model.Schema) error { return nil }
+func (fakeAdmin) DeleteTable(context.Context, string) error                               { return nil }
+func (fakeAdmin) UpdateSchema(context.Context, string, *model.Schema, model.Schema) error { return nil }

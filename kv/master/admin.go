@@ -48,7 +48,14 @@ func (a AdminServer) UpdateSchema(ctx context.Context, req *masterpb.UpdateSchem
 	if err := json.Unmarshal(req.Schema, &schema); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "schema of %q: %v", req.Table, err)
 	}
-	if err := a.M.UpdateSchema(ctx, req.Table, schema); err != nil {
+	var expected *model.Schema
+	if len(req.Expected) > 0 {
+		expected = new(model.Schema)
+		if err := json.Unmarshal(req.Expected, expected); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "expected schema of %q: %v", req.Table, err)
+		}
+	}
+	if err := a.M.UpdateSchema(ctx, req.Table, expected, schema); err != nil {
 		return nil, asStatus(err)
 	}
 	return &masterpb.UpdateSchemaResponse{}, nil

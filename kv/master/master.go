@@ -164,6 +164,9 @@ type Master struct {
 	// partitions are the dead servers' logs, split by tablet.
 	partitions map[string]*partition
 	rounds     int
+	// schemaMu orders schema changes, so that a conditional one compares
+	// with the schema it replaces (the master is the files' one writer).
+	schemaMu sync.Mutex
 
 	stop chan struct{}
 	wg   sync.WaitGroup

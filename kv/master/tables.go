@@ -1,6 +1,7 @@
 package master
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,13 +188,28 @@ func (m *Master) DeleteTable(ctx context.Context, table string) error {
 // UpdateSchema replaces a table's schema (families added, dropped or given
 // new GC rules) in the lock service and then on every live server. A
 // server that loads a tablet later reads the new schema.
-func (m *Master) UpdateSchema(ctx context.Context, table string, schema model.Schema) error {
+func (m *Master) UpdateSchema(ctx context.Context, table string, expected *model.Schema, schema model.Schema) error {
 	if err := schema.Validate(); err != nil {
 		return status.Errorf(codes.InvalidArgument, "schema of %q: %v", table, err)
 	}
-	schemaFile, err := m.existingTable(ctx, table)
+	m.schemaMu.Lock()
+	defer m.schemaMu.Unlock()
+	schemaFile := m.schemaPath(table)
+	cur, exists, err := m.opts.Coord.ReadFile(ctx, schemaFile)
 	if err != nil {
 		return err
+	}
+	if !exists {
+		return status.Errorf(codes.NotFound, "table %q does not exist", table)
+	}
+	if expected != nil {
+		same, err := sameSchema(cur, *expected)
+		if err != nil {
+			return status.Errorf(codes.DataLoss, "schema of %q: %v", table, err)
+		}
+		if !same {
+			return status.Errorf(codes.Aborted, "the schema of %q changed since it was read; read it again and redo the change", table)
+		}
 	}
 	js, err := json.Marshal(schema)
 	if err != nil {
@@ -213,6 +229,24 @@ func (m *Master) UpdateSchema(ctx context.Context, table string, schema model.Sc
 	}
 	m.opts.Logf("master: changed the schema of %q", table)
 	return nil
+}
+
+// sameSchema reports whether a stored schema (JSON) is s, comparing both
+// as this version encodes them.
+func sameSchema(stored []byte, s model.Schema) (bool, error) {
+	var cur model.Schema
+	if err := json.Unmarshal(stored, &cur); err != nil {
+		return false, err
+	}
+	a, err := json.Marshal(cur)
+	if err != nil {
+		return false, err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(a, b), nil
 }
 
 // schemaPath is a table's schema file in the lock service.

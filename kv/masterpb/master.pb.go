@@ -399,7 +399,11 @@ type UpdateSchemaRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
 	// schema is the table's new schema as JSON (kv/model.Schema).
-	Schema        []byte `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	Schema []byte `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	// expected, if set, is the schema (JSON) the change was made from: the
+	// update is refused with ABORTED if the table's schema differs from it,
+	// so that two read-modify-write changes cannot lose one of them.
+	Expected      []byte `protobuf:"bytes,3,opt,name=expected,proto3" json:"expected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -444,6 +448,13 @@ func (x *UpdateSchemaRequest) GetTable() string {
 func (x *UpdateSchemaRequest) GetSchema() []byte {
 	if x != nil {
 		return x.Schema
+	}
+	return nil
+}
+
+func (x *UpdateSchemaRequest) GetExpected() []byte {
+	if x != nil {
+		return x.Expected
 	}
 	return nil
 }
@@ -562,10 +573,11 @@ const file_master_proto_rawDesc = "" +
 	"\x13ReportSplitResponse\"*\n" +
 	"\x12DeleteTableRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"\x15\n" +
-	"\x13DeleteTableResponse\"C\n" +
+	"\x13DeleteTableResponse\"_\n" +
 	"\x13UpdateSchemaRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
-	"\x06schema\x18\x02 \x01(\fR\x06schema\"\x16\n" +
+	"\x06schema\x18\x02 \x01(\fR\x06schema\x12\x1a\n" +
+	"\bexpected\x18\x03 \x01(\fR\bexpected\"\x16\n" +
 	"\x14UpdateSchemaResponse2\xb6\x03\n" +
 	"\x06Master\x12T\n" +
 	"\vCreateTable\x12!.cellar.master.CreateTableRequest\x1a\".cellar.master.CreateTableResponse\x12Q\n" +

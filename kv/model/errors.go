@@ -32,6 +32,10 @@ var (
 	ErrCorruption = errors.New("corruption")
 	// ErrClosed: the object was closed. Not retryable on the same object.
 	ErrClosed = errors.New("closed")
+	// ErrAborted: a conditional change lost to a concurrent one, such as
+	// a schema change made from a schema that has changed since. The
+	// caller may read again and redo its change.
+	ErrAborted = errors.New("aborted")
 )
 
 // CorruptionError names the file and byte offset where stored data is bad.

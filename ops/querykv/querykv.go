@@ -91,6 +91,8 @@ func classify(err error) error {
 		class = model.ErrResourceExhausted
 	case codes.DataLoss:
 		class = model.ErrCorruption
+	case codes.Aborted:
+		class = model.ErrAborted
 	case codes.Canceled:
 		return context.Canceled
 	case codes.DeadlineExceeded:
@@ -143,16 +145,21 @@ func (k *KV) DeleteTable(ctx context.Context, name string) error {
 	return classify(err)
 }
 
-func (k *KV) UpdateSchema(ctx context.Context, name string, s model.Schema) error {
+func (k *KV) UpdateSchema(ctx context.Context, name string, expected *model.Schema, s model.Schema) error {
 	m, err := k.master(ctx)
 	if err != nil {
 		return err
 	}
-	js, err := json.Marshal(s)
-	if err != nil {
+	req := &masterpb.UpdateSchemaRequest{Table: name}
+	if req.Schema, err = json.Marshal(s); err != nil {
 		return err
 	}
-	_, err = m.UpdateSchema(ctx, &masterpb.UpdateSchemaRequest{Table: name, Schema: js})
+	if expected != nil {
+		if req.Expected, err = json.Marshal(*expected); err != nil {
+			return err
+		}
+	}
+	_, err = m.UpdateSchema(ctx, req)
 	return classify(err)
 }
 
