@@ -129,7 +129,7 @@ func (s *Session) compileDialect(ctx context.Context, p piece) (*Statement, erro
 			err := s.opts.Tables.KV.CreateTable(ctx, name, created.Schema, created.Splits)
 			s.opts.Tables.Invalidate()
 			if err != nil {
-				if errors.Is(err, model.ErrFailedPrecondition) || strings.Contains(err.Error(), "exists") {
+				if errors.Is(err, model.ErrAlreadyExists) {
 					return nil, sqlstate.Errorf(codeDuplicateTable, "relation %q already exists", name)
 				}
 				return nil, kvError(err, true)

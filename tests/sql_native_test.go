@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/ops/querykv"
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // TestSQLAndNativeShareTables: SQL and the native row API see the same
@@ -101,5 +103,64 @@ func TestSQLAndNativeShareTables(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(plan, "\n"), "Tablet servers read: 1 rows, 2 cells") {
 		t.Fatalf("EXPLAIN ANALYZE:\n%s", strings.Join(plan, "\n"))
+	}
+
+	// A gateway whose schema cache is stale (its clock stands still, so
+	// it never reloads) while the native API changes tables: its CREATE
+	// of a table made meanwhile is 42P07 (the master says it exists), and
+	// its ALTER, made from the old schema, is refused with 40001 instead
+	// of undoing the native change.
+	stale := query.NewTables(qkv)
+	frozen := time.Now()
+	stale.Now = func() time.Time { return frozen }
+	s2, err := query.NewSession(query.SessionOptions{User: "cellar", Database: "cellar", Tables: stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(sql string) error {
+		stmts, err := s2.Parse(sql)
+		if err != nil {
+			return err
+		}
+		_, err = s2.Execute(ctx, stmts[0], nil)
+		return err
+	}
+	if err := run(`SELECT count(*) FROM counters`); err != nil {
+		t.Fatal(err)
+	}
+	all, err := qkv.Tables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := all["counters"]
+	next := cur
+	next.Families = append(slices.Clone(cur.Families), model.Family{Name: "native"})
+	if err := qkv.UpdateSchema(ctx, "counters", &cur, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(`ALTER TABLE counters ADD COLUMN "d:x" TEXT`); err == nil || sqlstate.AsError(err).Code != "40001" {
+		t.Fatalf("ALTER from a stale schema: %v, want 40001", err)
+	}
+	all, err = qkv.Tables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := all["counters"]; !slices.ContainsFunc(after.Families, func(f model.Family) bool { return f.Name == "native" }) {
+		t.Fatal("the native family was undone by a stale ALTER")
+	}
+	// (A failed DDL statement drops the cache: make it stale again.)
+	if err := run(`SELECT count(*) FROM counters`); err != nil {
+		t.Fatal(err)
+	}
+	if err := qkv.CreateTable(ctx, "made_natively", model.Schema{Families: []model.Family{{Name: "f"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(`CREATE TABLE made_natively (_key TEXT PRIMARY KEY, "f:" TEXT)`); err == nil || sqlstate.AsError(err).Code != "42P07" {
+		t.Fatalf("CREATE TABLE of a table made meanwhile: %v, want 42P07", err)
+	}
+	// Once the cache is fresh, the ALTER goes through.
+	stale.Invalidate()
+	if err := run(`ALTER TABLE counters ADD COLUMN "d:x" TEXT`); err != nil {
+		t.Fatalf("ALTER after a reload: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package bigtableapi
 import (
 	"bytes"
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 
@@ -178,13 +177,6 @@ func (a *adminService) CreateTable(ctx context.Context, req *adminpb.CreateTable
 	slices.SortFunc(splits, bytes.Compare)
 	splits = slices.CompactFunc(splits, bytes.Equal)
 	if err := a.opts.Admin.CreateTable(ctx, name.table, schema, splits); err != nil {
-		if errors.Is(err, model.ErrFailedPrecondition) {
-			// The master's "already exists" reaches us only as a
-			// failed precondition; check that the table is there.
-			if _, ok, terr := a.lookup(ctx, name.table); terr == nil && ok {
-				return nil, status.Errorf(codes.AlreadyExists, "table %q already exists", name.table)
-			}
-		}
 		return nil, toStatus(err)
 	}
 	return tableProto(name, schema, adminpb.Table_SCHEMA_VIEW), nil

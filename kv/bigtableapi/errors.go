@@ -49,6 +49,8 @@ func toStatus(err error) error {
 		code = codes.Unavailable
 	case errors.Is(err, model.ErrAborted):
 		code = codes.Aborted
+	case errors.Is(err, model.ErrAlreadyExists):
+		code = codes.AlreadyExists
 	case errors.Is(err, model.ErrResourceExhausted):
 		code = codes.ResourceExhausted
 	case errors.Is(err, model.ErrCorruption):

@@ -32,6 +32,9 @@ var (
 	ErrCorruption = errors.New("corruption")
 	// ErrClosed: the object was closed. Not retryable on the same object.
 	ErrClosed = errors.New("closed")
+	// ErrAlreadyExists: what a create names exists already. Not
+	// retryable.
+	ErrAlreadyExists = errors.New("already exists")
 	// ErrAborted: a conditional change lost to a concurrent one, such as
 	// a schema change made from a schema that has changed since. The
 	// caller may read again and redo its change.

@@ -85,8 +85,10 @@ func classify(err error) error {
 		class = model.ErrNotFound
 	case codes.InvalidArgument, codes.OutOfRange:
 		class = model.ErrInvalidArgument
-	case codes.FailedPrecondition, codes.AlreadyExists:
+	case codes.FailedPrecondition:
 		class = model.ErrFailedPrecondition
+	case codes.AlreadyExists:
+		class = model.ErrAlreadyExists
 	case codes.ResourceExhausted:
 		class = model.ErrResourceExhausted
 	case codes.DataLoss:
