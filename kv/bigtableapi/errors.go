@@ -5,10 +5,9 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/cellardb/cellar/kv/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/cellardb/cellar/kv/model"
 )
 
 // toStatus gives an error of kv/client or the Admin the status code the
@@ -37,26 +36,7 @@ func toStatus(err error) error {
 		}
 		return st.Err()
 	}
-	code := codes.Internal
-	switch {
-	case errors.Is(err, model.ErrInvalidArgument):
-		code = codes.InvalidArgument
-	case errors.Is(err, model.ErrNotFound):
-		code = codes.NotFound
-	case errors.Is(err, model.ErrFailedPrecondition):
-		code = codes.FailedPrecondition
-	case errors.Is(err, model.ErrNotServing), errors.Is(err, model.ErrUnavailable), errors.Is(err, model.ErrClosed):
-		code = codes.Unavailable
-	case errors.Is(err, model.ErrAborted):
-		code = codes.Aborted
-	case errors.Is(err, model.ErrAlreadyExists):
-		code = codes.AlreadyExists
-	case errors.Is(err, model.ErrResourceExhausted):
-		code = codes.ResourceExhausted
-	case errors.Is(err, model.ErrCorruption):
-		code = codes.DataLoss
-	}
-	return status.Error(code, err.Error())
+	return status.Error(client.Code(err), err.Error())
 }
 
 // invalidf is an InvalidArgument status.

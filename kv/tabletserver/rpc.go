@@ -45,28 +45,15 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	code := codes.Internal
 	switch {
 	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
+		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
+		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, model.ErrNotServing):
 		return status.Error(codes.FailedPrecondition, "not serving: "+err.Error())
-	case errors.Is(err, model.ErrInvalidArgument):
-		code = codes.InvalidArgument
-	case errors.Is(err, model.ErrNotFound):
-		code = codes.NotFound
-	case errors.Is(err, model.ErrFailedPrecondition):
-		code = codes.FailedPrecondition
-	case errors.Is(err, model.ErrResourceExhausted):
-		code = codes.ResourceExhausted
-	case errors.Is(err, model.ErrUnavailable), errors.Is(err, model.ErrClosed):
-		code = codes.Unavailable
-	case errors.Is(err, model.ErrCorruption):
-		code = codes.DataLoss
 	}
-	return status.Error(code, err.Error())
+	return status.Error(client.Code(err), err.Error())
 }
 
 func invalid(format string, args ...any) error {
