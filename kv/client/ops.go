@@ -399,52 +399,29 @@ func (s *Scanner) fill() {
 		s.done = true // resumed just after the range's last row
 		return
 	}
-	var rows []model.Row
-	var end, resume []byte
-	more := false
-	var st ReadStats
+	var ch chunk
+	var end []byte
 	err := s.c.do(s.ctx, s.table, s.next, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
-		rows, end, resume, more, st = rows[:0], loc.end, nil, false, ReadStats{}
+		end = loc.end
 		scanEnd := s.rng.End
 		if len(loc.end) > 0 && (len(scanEnd) == 0 || bytes.Compare(loc.end, scanEnd) < 0) {
 			scanEnd = loc.end
 		}
-		n := int64(scanChunk)
-		if s.limit > 0 {
-			n = min(n, s.limit-s.sent)
-		}
-		stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{{Start: s.next, End: scanEnd}},
-			Filter: s.filter, RowLimit: n})
-		if err != nil {
-			return err
-		}
-		for {
-			resp, err := stream.Recv()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			for _, r := range resp.Rows {
-				rows = append(rows, rowFromProto(r))
-			}
-			if resp.More {
-				resume, more = resp.ResumeAfter, true
-			}
-			st.Add(statsFromProto(resp.Stats))
-		}
+		var err error
+		ch, err = s.call(ctx, cli, &pb.RowRange{Start: s.next, End: scanEnd}, false)
+		return err
 	})
 	if err != nil {
 		s.err = err
 		return
 	}
-	s.stats.Add(st)
+	s.stats.Add(ch.stats)
+	rows := ch.rows
 	s.buf = rows
-	if more {
+	if ch.more {
 		// The server stopped early (its filter dropped many rows): resume
 		// just after the last row it read.
-		s.next = append(bytes.Clone(resume), 0)
+		s.next = append(bytes.Clone(ch.resume), 0)
 		return
 	}
 	if len(rows) == scanChunk {
@@ -456,6 +433,45 @@ func (s *Scanner) fill() {
 		s.done = true
 	} else {
 		s.next = end
+	}
+}
+
+// chunk is what one Scan call of a scanner answered.
+type chunk struct {
+	rows   []model.Row
+	more   bool   // the server stopped early (a selective filter) ...
+	resume []byte // ... after reading this row
+	stats  ReadStats
+}
+
+// call runs one Scan call of at most scanChunk rows over rng and gathers
+// its answer.
+func (s *Scanner) call(ctx context.Context, cli pb.TabletServerClient, rng *pb.RowRange, reversed bool) (chunk, error) {
+	n := int64(scanChunk)
+	if s.limit > 0 {
+		n = min(n, s.limit-s.sent)
+	}
+	stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{rng},
+		Filter: s.filter, RowLimit: n, Reversed: reversed})
+	if err != nil {
+		return chunk{}, err
+	}
+	var ch chunk
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			return ch, nil
+		}
+		if err != nil {
+			return chunk{}, err
+		}
+		for _, r := range resp.Rows {
+			ch.rows = append(ch.rows, rowFromProto(r))
+		}
+		if resp.More {
+			ch.resume, ch.more = resp.ResumeAfter, true
+		}
+		ch.stats.Add(statsFromProto(resp.Stats))
 	}
 }
 
@@ -477,13 +493,11 @@ func (s *Scanner) fillReversed() {
 	if l, ok := s.c.cachedBefore(s.table, s.upper); ok && bytes.Compare(l.start, key) > 0 {
 		key = l.start
 	}
-	var rows []model.Row
-	var start, resume []byte
-	more := false
-	var st ReadStats
+	var ch chunk
+	var start []byte
 	for {
 		err := s.c.do(s.ctx, s.table, key, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
-			rows, start, resume, more, st = rows[:0], loc.start, nil, false, ReadStats{}
+			start = loc.start
 			if len(loc.end) > 0 && (s.upper == nil || bytes.Compare(loc.end, s.upper) < 0) {
 				key = loc.end
 				return errFurther
@@ -492,31 +506,9 @@ func (s *Scanner) fillReversed() {
 			if bytes.Compare(loc.start, scanStart) > 0 {
 				scanStart = loc.start
 			}
-			n := int64(scanChunk)
-			if s.limit > 0 {
-				n = min(n, s.limit-s.sent)
-			}
-			stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{{Start: scanStart, End: s.upper}},
-				Filter: s.filter, RowLimit: n, Reversed: true})
-			if err != nil {
-				return err
-			}
-			for {
-				resp, err := stream.Recv()
-				if err == io.EOF {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				for _, r := range resp.Rows {
-					rows = append(rows, rowFromProto(r))
-				}
-				if resp.More {
-					resume, more = resp.ResumeAfter, true
-				}
-				st.Add(statsFromProto(resp.Stats))
-			}
+			var err error
+			ch, err = s.call(ctx, cli, &pb.RowRange{Start: scanStart, End: s.upper}, true)
+			return err
 		})
 		if errors.Is(err, errFurther) {
 			continue
@@ -527,11 +519,12 @@ func (s *Scanner) fillReversed() {
 		}
 		break
 	}
-	s.stats.Add(st)
+	s.stats.Add(ch.stats)
+	rows := ch.rows
 	s.buf = rows
 	switch {
-	case more:
-		s.upper = bytes.Clone(resume)
+	case ch.more:
+		s.upper = bytes.Clone(ch.resume)
 	case len(rows) == scanChunk:
 		s.upper = bytes.Clone(rows[len(rows)-1].Key)
 	case len(start) == 0 || bytes.Compare(start, s.rng.Start) <= 0:
