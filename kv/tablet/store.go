@@ -941,10 +941,9 @@ type TableScanner struct {
 	opts  ReadOptions
 	cur   *Scanner
 	next  []byte // start of the rest of the range
-	// A reverse scan goes down from upper (nil: the table's end); last
-	// is set once the current tablet holds the range's start.
+	// A reverse scan goes down from upper (nil: the table's end).
 	upper []byte
-	last  bool
+	last  bool // the current tablet holds the far end of the range
 	n     int
 	row   model.Row
 	err   error
@@ -962,18 +961,15 @@ func (s *Store) Scan(ctx context.Context, table string, rng model.RowRange, opts
 
 // Next advances to the next row.
 func (ts *TableScanner) Next() bool {
-	if ts.opts.Reverse {
-		return ts.prev()
-	}
 	for !ts.done {
 		if ts.opts.Limit > 0 && ts.n >= ts.opts.Limit {
 			break
 		}
 		if ts.cur == nil {
-			if len(ts.rng.End) > 0 && bytes.Compare(ts.next, ts.rng.End) >= 0 {
+			if !ts.opts.Reverse && len(ts.rng.End) > 0 && bytes.Compare(ts.next, ts.rng.End) >= 0 {
 				break
 			}
-			t, err := ts.s.Locate(ts.table, ts.next)
+			t, rng, err := ts.tablet()
 			if err != nil {
 				ts.err = err
 				break
@@ -982,7 +978,7 @@ func (ts *TableScanner) Next() bool {
 			if opts.Limit > 0 {
 				opts.Limit -= ts.n
 			}
-			sc, err := t.Scan(ts.ctx, model.RowRange{Start: ts.next, End: ts.rng.End}, opts)
+			sc, err := t.Scan(ts.ctx, rng, opts)
 			if err != nil {
 				if errors.Is(err, model.ErrNotServing) && t.retired.Load() {
 					continue // split or merged: locate again
@@ -991,58 +987,7 @@ func (ts *TableScanner) Next() bool {
 				break
 			}
 			ts.cur = sc
-			ts.nextAfter(t.rng.End)
-		}
-		if ts.cur.Next() {
-			ts.row = ts.cur.Row()
-			ts.n++
-			return true
-		}
-		err := ts.cur.Err()
-		ts.cur.Close()
-		ts.cur = nil
-		if err != nil {
-			ts.err = err
-			break
-		}
-		if ts.next == nil {
-			break
-		}
-	}
-	ts.done = true
-	return false
-}
-
-// prev is Next for a reverse scan: tablet by tablet from the range's end.
-func (ts *TableScanner) prev() bool {
-	for !ts.done {
-		if ts.opts.Limit > 0 && ts.n >= ts.opts.Limit {
-			break
-		}
-		if ts.cur == nil {
-			t, err := ts.s.locateBefore(ts.table, ts.upper)
-			if err != nil {
-				ts.err = err
-				break
-			}
-			opts := ts.opts
-			if opts.Limit > 0 {
-				opts.Limit -= ts.n
-			}
-			sc, err := t.Scan(ts.ctx, model.RowRange{Start: ts.rng.Start, End: ts.upper}, opts)
-			if err != nil {
-				if errors.Is(err, model.ErrNotServing) && t.retired.Load() {
-					continue
-				}
-				ts.err = err
-				break
-			}
-			ts.cur = sc
-			if len(t.rng.Start) == 0 || bytes.Compare(t.rng.Start, ts.rng.Start) <= 0 {
-				ts.last = true
-			} else {
-				ts.upper = t.rng.Start
-			}
+			ts.advance(t)
 		}
 		if ts.cur.Next() {
 			ts.row = ts.cur.Row()
@@ -1064,14 +1009,34 @@ func (ts *TableScanner) prev() bool {
 	return false
 }
 
-// nextAfter records where the scan continues once the current tablet,
-// which ends at end, is done. nil means the table ends there.
-func (ts *TableScanner) nextAfter(end []byte) {
-	if len(end) == 0 {
-		ts.next = nil
+// tablet returns the tablet the scan reads next, and the part of the
+// range to read there (the tablet clips it to its own): forward from
+// next, or, reversed, the rows before upper.
+func (ts *TableScanner) tablet() (*Tablet, model.RowRange, error) {
+	if ts.opts.Reverse {
+		t, err := ts.s.locateBefore(ts.table, ts.upper)
+		return t, model.RowRange{Start: ts.rng.Start, End: ts.upper}, err
+	}
+	t, err := ts.s.Locate(ts.table, ts.next)
+	return t, model.RowRange{Start: ts.next, End: ts.rng.End}, err
+}
+
+// advance records where the scan goes once t is read, or that t holds
+// the far end of the range.
+func (ts *TableScanner) advance(t *Tablet) {
+	if ts.opts.Reverse {
+		if len(t.rng.Start) == 0 || bytes.Compare(t.rng.Start, ts.rng.Start) <= 0 {
+			ts.last = true
+		} else {
+			ts.upper = t.rng.Start
+		}
 		return
 	}
-	ts.next = end
+	if len(t.rng.End) == 0 || (len(ts.rng.End) > 0 && bytes.Compare(t.rng.End, ts.rng.End) >= 0) {
+		ts.last = true
+	} else {
+		ts.next = t.rng.End
+	}
 }
 
 // Row returns the current row.
