@@ -786,7 +786,7 @@ func buildFuncs() map[string][]*builtin {
 				if a[i] == nil {
 					return nil, sqlstate.Errorf(codeInvalidParameterValue, "null value not allowed for object key")
 				}
-				k := jsonString(textOf(t[i], a[i]))
+				k := pgtypes.JSONQuote(textOf(t[i], a[i]))
 				if oid == pgtypes.OIDJSONB {
 					parts = append(parts, k+": "+toJSONStyle(t[i+1], a[i+1], styleOf(ec)))
 				} else {
@@ -1106,37 +1106,6 @@ func formatFn(ec *evalCtx, a []any, t []uint32) (any, error) {
 	return b.String(), nil
 }
 
-func jsonString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			if r < 0x20 {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // toJSON writes a value as PostgreSQL's to_json does with the default
 // settings.
 func toJSON(oid uint32, v any) string { return toJSONStyle(oid, v, pgtypes.DefaultStyle) }
@@ -1154,12 +1123,12 @@ func toJSONStyle(oid uint32, v any, st pgtypes.Style) string {
 		return "false"
 	case int64:
 		if isOIDLike(oid) || oid == OIDInterval {
-			return jsonString(FormatTextStyle(oid, v, st))
+			return pgtypes.JSONQuote(FormatTextStyle(oid, v, st))
 		}
 		return strconv.FormatInt(x, 10)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return jsonString(FormatTextStyle(oid, v, st))
+			return pgtypes.JSONQuote(FormatTextStyle(oid, v, st))
 		}
 		return FormatTextStyle(oid, v, st)
 	case pgtypes.Numeric:
@@ -1171,13 +1140,13 @@ func toJSONStyle(oid uint32, v any, st pgtypes.Style) string {
 		if oid == pgtypes.OIDJSON || oid == pgtypes.OIDJSONB {
 			return x
 		}
-		return jsonString(textOf(oid, x))
+		return pgtypes.JSONQuote(textOf(oid, x))
 	case time.Time:
 		switch oid {
 		case pgtypes.OIDDate, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
-			return jsonString(pgtypes.FormatXSD(oid, x, st))
+			return pgtypes.JSONQuote(pgtypes.FormatXSD(oid, x, st))
 		}
-		return jsonString(FormatTextStyle(oid, v, st))
+		return pgtypes.JSONQuote(FormatTextStyle(oid, v, st))
 	case Array:
 		parts := make([]string, len(x.Vals))
 		for i, e := range x.Vals {
@@ -1187,11 +1156,11 @@ func toJSONStyle(oid uint32, v any, st pgtypes.Style) string {
 	case Record:
 		parts := make([]string, len(x.Vals))
 		for i, e := range x.Vals {
-			parts[i] = jsonString(x.Cols[i].Name) + ":" + toJSONStyle(x.Cols[i].OID, e, st)
+			parts[i] = pgtypes.JSONQuote(x.Cols[i].Name) + ":" + toJSONStyle(x.Cols[i].OID, e, st)
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	}
-	return jsonString(FormatTextStyle(oid, v, st))
+	return pgtypes.JSONQuote(FormatTextStyle(oid, v, st))
 }
 
 func jsonTypeof(s string) string {
