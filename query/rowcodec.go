@@ -219,14 +219,10 @@ func (c *rowCodec) decode(r model.Row, need []bool) ([]any, error) {
 	return out, nil
 }
 
-// jsonString writes s as a JSON string the way jsonb prints it: no HTML
-// escaping of <, > and &.
+// jsonString writes s as a JSON string the way jsonb prints it: PG's
+// escape_json, which escapes neither <, > and & nor U+2028 and U+2029.
 func jsonString(s string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return []byte(pgtypes.JSONQuote(s))
 }
 
 // jsonKey is a qualifier as a JSON object key: itself if UTF-8, else \x
