@@ -135,9 +135,7 @@ type Statement struct {
 	ParamPosition int
 	// kind names the statement for errors and the failed-transaction rule.
 	kind string
-	// typ is the statement's Type, for metrics.
-	typ string
-	run func(ctx context.Context, s *Session, args []any) (*Result, error)
+	run  func(ctx context.Context, s *Session, args []any) (*Result, error)
 	// endsTx: COMMIT and ROLLBACK, the statements a failed transaction
 	// accepts.
 	endsTx bool
@@ -146,6 +144,8 @@ type Statement struct {
 	later func(ctx context.Context, s *Session) (*Statement, error)
 	// asOf sets the time a query reads its tables at (AS OF TIMESTAMP).
 	asOf func(us int64)
+	// typ is the statement's Type, for metrics.
+	typ string
 }
 
 // Result is what a statement produced.
