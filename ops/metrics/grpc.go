@@ -24,10 +24,9 @@ func (m *Metrics) BigtableServerOptions(server string) []grpc.ServerOption {
 // interceptors time every unary and streaming call into hist and count it
 // by code into total.
 func interceptors(server string, hist *prometheus.HistogramVec, total *prometheus.CounterVec) []grpc.ServerOption {
+	r := newRPCSeries(server, hist, total)
 	done := func(full string, start time.Time, err error) {
-		method := full[strings.LastIndexByte(full, '/')+1:]
-		hist.WithLabelValues(server, method).Observe(time.Since(start).Seconds())
-		total.WithLabelValues(server, method, code(err)).Inc()
+		r.observe(full[strings.LastIndexByte(full, '/')+1:], time.Since(start), err)
 	}
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

@@ -128,10 +128,45 @@ func code(err error) string {
 
 // TabletRPC returns a tabletserver.Options.ObserveRPC hook for server.
 func (m *Metrics) TabletRPC(server string) func(method string, d time.Duration, err error) {
-	return func(method string, d time.Duration, err error) {
-		m.tabletRPC.WithLabelValues(server, method).Observe(d.Seconds())
-		m.tabletRPCs.WithLabelValues(server, method, code(err)).Inc()
+	return newRPCSeries(server, m.tabletRPC, m.tabletRPCs).observe
+}
+
+// outcomeSeries observes one server's calls (RPCs, statements) by name
+// into a histogram and a counter by outcome (a gRPC code, ok or error).
+// It keeps each name's histogram and success counter at hand, since
+// looking series up by their labels would cost every call two hashes.
+type outcomeSeries struct {
+	server  string
+	hist    *prometheus.HistogramVec
+	total   *prometheus.CounterVec
+	ok      string
+	outcome func(error) string // of a failed call
+	names   sync.Map           // name -> *nameSeries
+}
+
+type nameSeries struct {
+	hist prometheus.Observer
+	ok   prometheus.Counter
+}
+
+// newRPCSeries counts RPCs by gRPC code.
+func newRPCSeries(server string, hist *prometheus.HistogramVec, total *prometheus.CounterVec) *outcomeSeries {
+	return &outcomeSeries{server: server, hist: hist, total: total, ok: codes.OK.String(), outcome: code}
+}
+
+func (o *outcomeSeries) observe(name string, d time.Duration, err error) {
+	v, ok := o.names.Load(name)
+	if !ok {
+		v, _ = o.names.LoadOrStore(name, &nameSeries{hist: o.hist.WithLabelValues(o.server, name),
+			ok: o.total.WithLabelValues(o.server, name, o.ok)})
 	}
+	s := v.(*nameSeries)
+	s.hist.Observe(d.Seconds())
+	if err == nil {
+		s.ok.Inc()
+		return
+	}
+	o.total.WithLabelValues(o.server, name, o.outcome(err)).Inc()
 }
 
 // TabletEvents returns ev with hooks added that count the compactions and
@@ -178,14 +213,8 @@ func (m *Metrics) KeepAlive(server string) func(time.Duration) {
 
 // Statement returns a pgwire.Options.StatementDone hook for server.
 func (m *Metrics) Statement(server string) func(typ string, d time.Duration, err error) {
-	return func(typ string, d time.Duration, err error) {
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-		}
-		m.sqlDuration.WithLabelValues(server, typ).Observe(d.Seconds())
-		m.sqlTotal.WithLabelValues(server, typ, outcome).Inc()
-	}
+	o := &outcomeSeries{server: server, hist: m.sqlDuration, total: m.sqlTotal, ok: "ok", outcome: func(error) string { return "error" }}
+	return o.observe
 }
 
 // StoreSource is a tablet server's store (*tablet.Store).
