@@ -55,7 +55,7 @@ func (s *Server) Local() pb.TabletServerServer {
 // observed is a Server whose data methods report to ObserveRPC.
 type observed struct{ *Server }
 
-func observe[Req, Resp any](s *Server, method string, f func(context.Context, Req) (Resp, error), ctx context.Context, req Req) (Resp, error) {
+func observe[Req, Resp any](ctx context.Context, s *Server, method string, f func(context.Context, Req) (Resp, error), req Req) (Resp, error) {
 	start := time.Now()
 	resp, err := f(ctx, req)
 	s.opts.ObserveRPC(method, time.Since(start), err)
@@ -63,27 +63,27 @@ func observe[Req, Resp any](s *Server, method string, f func(context.Context, Re
 }
 
 func (o observed) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadRowResponse, error) {
-	return observe(o.Server, "ReadRow", o.Server.ReadRow, ctx, req)
+	return observe(ctx, o.Server, "ReadRow", o.Server.ReadRow, req)
 }
 
 func (o observed) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.MutateRowResponse, error) {
-	return observe(o.Server, "MutateRow", o.Server.MutateRow, ctx, req)
+	return observe(ctx, o.Server, "MutateRow", o.Server.MutateRow, req)
 }
 
 func (o observed) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb.MutateRowsResponse, error) {
-	return observe(o.Server, "MutateRows", o.Server.MutateRows, ctx, req)
+	return observe(ctx, o.Server, "MutateRows", o.Server.MutateRows, req)
 }
 
 func (o observed) ReadModifyWrite(ctx context.Context, req *pb.ReadModifyWriteRequest) (*pb.ReadModifyWriteResponse, error) {
-	return observe(o.Server, "ReadModifyWrite", o.Server.ReadModifyWrite, ctx, req)
+	return observe(ctx, o.Server, "ReadModifyWrite", o.Server.ReadModifyWrite, req)
 }
 
 func (o observed) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateRequest) (*pb.CheckAndMutateResponse, error) {
-	return observe(o.Server, "CheckAndMutate", o.Server.CheckAndMutate, ctx, req)
+	return observe(ctx, o.Server, "CheckAndMutate", o.Server.CheckAndMutate, req)
 }
 
 func (o observed) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.AggregateResponse, error) {
-	return observe(o.Server, "Aggregate", o.Server.Aggregate, ctx, req)
+	return observe(ctx, o.Server, "Aggregate", o.Server.Aggregate, req)
 }
 
 func (o observed) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) error {
