@@ -217,7 +217,8 @@ type Stats struct {
 }
 
 // Stats returns a snapshot of the replica's state. It reads the local
-// state without a Raft round trip; before Open it is all zero but the id.
+// state without a Raft round trip. It is safe to call once Open has
+// returned, from any goroutine; after Close it counts nothing.
 func (r *Replica) Stats() Stats {
 	st := Stats{ID: r.opts.ReplicaID, IsMaster: r.IsMaster()}
 	if r.nh == nil {

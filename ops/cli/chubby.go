@@ -74,8 +74,8 @@ func runChubby(args []string, env Env) int {
 		closeReplicas(env, "chubby", r)
 		return fail(env, "chubby", err)
 	}
-	defer closeHTTP(httpSrv)
 	<-ctx.Done()
+	closeHTTP(httpSrv) // no scrape reads a closing replica
 	return closeReplicas(env, "chubby", r)
 }
 
