@@ -70,14 +70,14 @@ func runDemo(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "cellar demo: -tabletservers %d: at least one is needed\n", *tsCount)
 		return 2
 	}
+	pm, err := newDemoMetrics() // one registry for every role
+	if err != nil {
+		return fail(env, "demo", err)
+	}
 	// The gateway: loopback connections of user cellar to database cellar
 	// are trusted; everyone else authenticates with SCRAM against the
 	// users of `cellar admin user add`. Its options are checked before
 	// anything starts.
-	pm, err := newDemoMetrics()
-	if err != nil {
-		return fail(env, "demo", err)
-	}
 	var sqlTables *query.Tables // set once the cluster runs, before the gateway serves
 	gwOpts := pgwire.Options{
 		StatementDone: pm.m.Statement(gatewayServer),
