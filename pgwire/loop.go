@@ -144,7 +144,7 @@ func (c *conn) extended(err error) {
 // prepareTimeout bounds planning one statement (schema lookups).
 const prepareTimeout = time.Minute
 
-func (c *conn) run(st *query.Statement, args []any) (*query.Result, error) {
+func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	if v, ok := c.sess.Setting("statement_timeout"); ok {
 		if d, err := query.ParseDuration(v); err == nil && d > 0 {
@@ -153,7 +153,11 @@ func (c *conn) run(st *query.Statement, args []any) (*query.Result, error) {
 	}
 	c.setCancel(cancel)
 	defer func() { c.setCancel(nil); cancel() }()
-	res, err := c.sess.Execute(ctx, st, args)
+	if done := c.srv.opts.StatementDone; done != nil {
+		start := time.Now()
+		defer func() { done(st.Type(), time.Since(start), err) }()
+	}
+	res, err = c.sess.Execute(ctx, st, args)
 	if err == nil && ctx.Err() != nil && len(res.Rows) > 0 {
 		// Canceled while it finished: the rows are still good.
 		return res, nil

@@ -56,6 +56,10 @@ type Options struct {
 	IdleSessionTimeout time.Duration
 	// Logf receives notable events.
 	Logf func(format string, args ...any)
+	// StatementDone, if set, hears of every statement run: its type
+	// (query.Statement.Type), how long it ran and its error (nil on
+	// success). It runs on the connection's goroutine and must not block.
+	StatementDone func(typ string, d time.Duration, err error)
 }
 
 // Validate checks the options.
@@ -228,6 +232,16 @@ func (s *Server) cancel(pid uint32, secret []byte) {
 		c.cancelStatement()
 	}
 }
+
+// Stats describe a server for metrics.
+type Stats struct {
+	// Connections is the connections being served now (past the
+	// MaxConns check, authenticated or authenticating).
+	Connections int64
+}
+
+// Stats returns a snapshot of the server's state.
+func (s *Server) Stats() Stats { return Stats{Connections: s.active.Load()} }
 
 // Addr returns the first listener's address.
 func (s *Server) Addr() net.Addr {

@@ -144,6 +144,8 @@ type Statement struct {
 	later func(ctx context.Context, s *Session) (*Statement, error)
 	// asOf sets the time a query reads its tables at (AS OF TIMESTAMP).
 	asOf func(us int64)
+	// typ is the statement's Type, for metrics.
+	typ string
 }
 
 // Result is what a statement produced.
@@ -183,13 +185,16 @@ func (s *Session) Parse(sql string) ([]*Statement, error) {
 	for i, p := range pieces {
 		n := nodes[i]
 		if n == nil || tableStatement(n) || p.upsert {
-			out = append(out, s.compileLater(p, n, nil))
+			st := s.compileLater(p, n, nil)
+			st.typ = statementType(p, n)
+			out = append(out, st)
 			continue
 		}
 		st, err := s.compile(context.Background(), p.text, n, nil)
 		if err != nil {
 			return nil, shiftPosition(err, p.offset)
 		}
+		st.typ = statementType(p, n)
 		out = append(out, st)
 	}
 	return out, nil
@@ -215,13 +220,19 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (
 	if err != nil {
 		return nil, err
 	}
+	var st *Statement
 	switch {
 	case n == nil:
-		return s.compileDialect(ctx, p)
+		st, err = s.compileDialect(ctx, p)
 	case tableStatement(n) || p.upsert:
-		return s.compileTable(ctx, p, n, paramOIDs)
+		st, err = s.compileTable(ctx, p, n, paramOIDs)
+	default:
+		st, err = s.compile(ctx, p.text, n, paramOIDs)
 	}
-	return s.compile(ctx, p.text, n, paramOIDs)
+	if st != nil {
+		st.typ = statementType(p, n)
+	}
+	return st, err
 }
 
 // syntaxError turns pg_query's error, which carries PostgreSQL's message

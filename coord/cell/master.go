@@ -412,6 +412,12 @@ func (m *master) nodesMoved(paths ...string) {
 // leads, and extends the lease.
 func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.KeepAliveResponse, error) {
 	arrived := time.Now()
+	// held is the time the call waited for news on purpose; the hook hears
+	// the rest, which is the work of answering (mostly the read index).
+	var held time.Duration
+	if fn := m.r.opts.KeepAlive; fn != nil {
+		defer func() { fn(time.Since(arrived) - held) }()
+	}
 	s, err := m.session(req.Session)
 	if err != nil {
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
@@ -439,18 +445,22 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	// the read index below its time).
 	guard := m.lease / 4
 	if !news {
+		waitFrom := time.Now()
 		t := time.NewTimer(time.Until(leaseEnd.Add(-guard)))
 		select {
 		case <-s.wake:
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			held = time.Since(waitFrom)
 			return nil, ctx.Err()
 		case <-m.ctx.Done():
 			t.Stop()
+			held = time.Since(waitFrom)
 			return nil, coord.Errorf(coord.NotMaster, "master stepped down")
 		}
 		t.Stop()
+		held = time.Since(waitFrom)
 	}
 	// Only a leader that a quorum still follows may extend a lease.
 	if _, err := m.r.read(ctx, fsm.InfoQuery{}); err != nil {

@@ -53,6 +53,12 @@ type Options struct {
 	Rand io.Reader
 	// Logf, if set, receives the replica's notable events.
 	Logf func(format string, args ...any)
+	// KeepAlive, if set, hears how long each KeepAlive this replica
+	// answered as master took, without the time it held the call waiting
+	// for news (up to most of a lease, by design): what remains is the
+	// work of answering, chiefly the Raft read index that confirms the
+	// lease. It runs on the call's goroutine and must not block.
+	KeepAlive func(d time.Duration)
 }
 
 // Defaults fills in zero fields.

@@ -203,6 +203,38 @@ func (r *Replica) currentMaster() *master {
 	return r.master
 }
 
+// Stats describe a replica for metrics and status pages.
+type Stats struct {
+	ID uint64
+	// IsMaster: this replica leads the Raft group and serves as the cell's
+	// master.
+	IsMaster bool
+	// Leader is the replica id of the Raft leader; 0 if none is known.
+	Leader uint64
+	// Sessions, Handles and Locks (nodes whose lock is held) are counted
+	// in this replica's applied state, which may trail the leader's.
+	Sessions, Handles, Locks int
+}
+
+// Stats returns a snapshot of the replica's state. It reads the local
+// state without a Raft round trip. It is safe to call once Open has
+// returned, from any goroutine; after Close it counts nothing.
+func (r *Replica) Stats() Stats {
+	st := Stats{ID: r.opts.ReplicaID, IsMaster: r.IsMaster()}
+	if r.nh == nil {
+		return st
+	}
+	if id, ok := r.leader(); ok {
+		st.Leader = id
+	}
+	if v, err := r.nh.StaleRead(shardID, fsm.CountsQuery{}); err == nil {
+		if c, ok := v.(fsm.Counts); ok {
+			st.Sessions, st.Handles, st.Locks = c.Sessions, c.Handles, c.Locks
+		}
+	}
+	return st
+}
+
 // leader returns the replica id of the Raft leader, if known.
 func (r *Replica) leader() (uint64, bool) {
 	id, _, ok, err := r.nh.GetLeaderID(shardID)

@@ -220,6 +220,13 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 			return "valid\n"
 		}
 		return "stale: " + r.Reason + "\n"
+	case "counts":
+		v, err := h.s.Lookup(CountsQuery{})
+		if err != nil {
+			return fmt.Sprintf("error: %v\n", err)
+		}
+		c := v.(Counts)
+		return fmt.Sprintf("sessions=%d handles=%d locks=%d\n", c.Sessions, c.Handles, c.Locks)
 	case "dump":
 		var b strings.Builder
 		snap := h.s.Snapshot()

@@ -56,6 +56,15 @@ type Info struct {
 // DumpQuery returns the whole state as a Snapshot, for tests and tools.
 type DumpQuery struct{}
 
+// CountsQuery counts sessions, handles and held locks, for metrics.
+type CountsQuery struct{}
+
+// Counts answers a CountsQuery. Locks counts the nodes whose lock is held,
+// in either mode.
+type Counts struct {
+	Sessions, Handles, Locks int
+}
+
 // Lookup answers a query. Results never alias the state.
 func (s *State) Lookup(q any) (any, error) {
 	switch q := q.(type) {
@@ -133,6 +142,14 @@ func (s *State) Lookup(q any) (any, error) {
 		return Info{Cell: s.cell, Key: append([]byte(nil), s.key...), Epoch: s.epoch}, nil
 	case DumpQuery:
 		return s.Snapshot(), nil
+	case CountsQuery:
+		c := Counts{Sessions: len(s.sessions), Handles: len(s.handles)}
+		for _, n := range s.nodes {
+			if len(n.holders) > 0 {
+				c.Locks++
+			}
+		}
+		return c, nil
 	}
 	return nil, coord.Errorf(coord.InvalidArgument, "unknown query %T", q)
 }

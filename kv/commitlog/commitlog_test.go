@@ -209,6 +209,41 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	}
 }
 
+// TestSyncedReportsEveryGroup checks the Synced hook: its record counts
+// add up to the records appended, over fewer groups than records when
+// writers pile up behind a slow fsync, with a duration that covers it.
+func TestSyncedReportsEveryGroup(t *testing.T) {
+	fs := dfs.NewMem()
+	fs.SetFaultHook(func(op dfs.Op, name string) error {
+		if op == dfs.OpSync {
+			time.Sleep(200 * time.Microsecond)
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	var groups, records int
+	var shortest time.Duration = time.Hour
+	w, _, _ := openLog(t, fs, Options{Events: Events{Synced: func(n int, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		groups++
+		records += n
+		shortest = min(shortest, d)
+	}}})
+	appendAll(t, w, 0, 400)
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if records != 400 || groups == 0 || groups >= 400 {
+		t.Fatalf("Synced saw %d records in %d groups; want 400 records in fewer groups", records, groups)
+	}
+	if shortest < 200*time.Microsecond {
+		t.Fatalf("a group's write and fsync took %v, less than the fsync's 200µs", shortest)
+	}
+}
+
 func TestCrashKeepsAcknowledgedAndTearsTail(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	fs := dfs.NewMem()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/model"
@@ -30,6 +31,10 @@ type Events struct {
 	// WriteFailed reports a failed write or sync and whether the log
 	// recovered from it by starting a new segment.
 	WriteFailed func(err error, recovered bool)
+	// Synced reports a group commit that became durable: how many
+	// records its one write and fsync carried, and how long they took.
+	// It runs on the flusher goroutine, so it must not block.
+	Synced func(records int, d time.Duration)
 }
 
 // Defaults fills in zero fields.
@@ -59,6 +64,7 @@ type batch struct {
 	done    chan struct{}
 	err     error
 	lastLSN uint64
+	records int
 }
 
 // Commit is a handle on an appended record.
@@ -199,6 +205,7 @@ func (w *Writer) Append(ctx context.Context, rec *Record) (Commit, error) {
 	w.nextLSN++
 	w.buf = appendRecord(w.buf, rec)
 	w.cur.lastLSN = rec.LSN
+	w.cur.records++
 	w.wake.Signal()
 	return Commit{b: w.cur, LSN: rec.LSN}, nil
 }
@@ -231,11 +238,24 @@ func (w *Writer) flush() {
 		w.room.Broadcast()
 		w.mu.Unlock()
 
+		synced := w.opts.Events.Synced
+		var start time.Time
+		if synced != nil {
+			start = time.Now()
+		}
 		b.err = w.write(data)
+		var took time.Duration
+		if synced != nil {
+			took = time.Since(start)
+		}
 		if b.err == nil {
 			w.durableLSN.Store(b.lastLSN)
 		}
 		close(b.done)
+		// After the waiters are released: the hook's cost is not theirs.
+		if synced != nil && b.err == nil {
+			synced(b.records, took)
+		}
 		w.spare = data
 	}
 }

@@ -87,6 +87,9 @@ type Events struct {
 	BackgroundError func(tablet uint64, err error)
 	// LogCorruption reports that recovery stopped early at corrupt log data.
 	LogCorruption func(err error)
+	// LogSynced reports a commit log group commit: the records its one
+	// write and fsync made durable, and how long those took.
+	LogSynced func(records int, d time.Duration)
 }
 
 // FlushInfo describes a finished minor compaction.

@@ -406,12 +406,26 @@ func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byt
 			continue
 		}
 		for _, f := range files {
-			if f.overlaps(lo, hi) && (!point || f.r.MayContainRowStats(lo, st)) {
+			if f.overlaps(lo, hi) && (!point || t.mayContainRow(f, lo, st)) {
 				its = append(its, f.r.NewIterStats(st))
 			}
 		}
 	}
 	return its
+}
+
+// mayContainRow asks f's bloom filter about a row, counting the probe
+// into st and into the store's totals.
+func (t *Tablet) mayContainRow(f *table, rowKey []byte, st *ReadStats) bool {
+	if !f.r.HasFilter() {
+		return true
+	}
+	ok := f.r.MayContainRowStats(rowKey, st)
+	t.s.bloomChecks.Add(1)
+	if !ok {
+		t.s.bloomUseful.Add(1)
+	}
+	return ok
 }
 
 // overlaps reports whether f may hold keys in [lo, hi) (hi nil: unbounded).
@@ -430,7 +444,7 @@ func (t *Tablet) cachedRow(v *version, g int, rowKey, limit []byte, st *ReadStat
 	}
 	var its []iter
 	for _, f := range v.groups[g] {
-		if f.overlaps(rowKey, limit) && f.r.MayContainRowStats(rowKey, st) {
+		if f.overlaps(rowKey, limit) && t.mayContainRow(f, rowKey, st) {
 			its = append(its, f.r.NewIterStats(st))
 		}
 	}

@@ -3,7 +3,9 @@ package tablet
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/model"
@@ -72,6 +74,13 @@ func TestReadStats(t *testing.T) {
 	// A row outside the files' key ranges needs no filter.
 	if st := read("zzz"); st != (ReadStats{}) {
 		t.Fatalf("row past the files: %+v", st)
+	}
+	// The store counts every probe, also of reads that ask for no stats.
+	if _, _, err := s.ReadRow(ctx, "t", []byte("r0505"), ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Stats().Bloom; b != (BloomStats{Checks: 8, Useful: 6}) {
+		t.Fatalf("store's bloom totals %+v, want 8 checks, 6 useful", b)
 	}
 
 	// A scan loads every block once, from the file or the cache, checks no
@@ -143,5 +152,26 @@ func TestReadStatsWithScanCache(t *testing.T) {
 	}
 	if second != (ReadStats{Rows: 1, Cells: 1}) {
 		t.Fatalf("a scan cache hit: %+v", second)
+	}
+}
+
+// TestLogSyncedEvent: the store hands the commit log's group commits to
+// Events.LogSynced, one record per row write.
+func TestLogSyncedEvent(t *testing.T) {
+	var mu sync.Mutex
+	records := 0
+	s := newTestStore(t, dfs.NewMem(), model.Schema{Families: []model.Family{{Name: "f"}}}, Options{Events: Events{
+		LogSynced: func(n int, d time.Duration) {
+			mu.Lock()
+			records += n
+			mu.Unlock()
+		}}})
+	for i := range 10 {
+		mustApply(t, s, fmt.Sprintf("r%d", i), set("f", "q", 1000, "v"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if records < 10 {
+		t.Fatalf("LogSynced reported %d records for 10 acknowledged writes", records)
 	}
 }

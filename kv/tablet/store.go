@@ -63,6 +63,10 @@ type Store struct {
 	pendingMu sync.Mutex
 	pending   map[uint64]struct{}
 
+	// bloomChecks and bloomUseful count the bloom filter probes of point
+	// reads, and those that spared a file read (Stats.Bloom).
+	bloomChecks, bloomUseful atomic.Int64
+
 	memBytes   atomic.Int64
 	memMu      sync.Mutex
 	memChanged chan struct{}
@@ -239,7 +243,8 @@ func (s *Store) recover(ctx context.Context) error {
 		t.activeMem.accounted.Store(cur)
 		s.memBytes.Add(cur)
 	}
-	s.log = commitlog.NewWriter(s.fs, s.logDir(), commitlog.Options{SegmentSize: s.opts.LogSegmentSize})
+	s.log = commitlog.NewWriter(s.fs, s.logDir(), commitlog.Options{SegmentSize: s.opts.LogSegmentSize,
+		Events: commitlog.Events{Synced: s.opts.Events.LogSynced}})
 	if err := s.log.Open(ctx, logState, maxRedo); err != nil {
 		return err
 	}
@@ -1341,7 +1346,15 @@ type Stats struct {
 	LogSegments     int
 	BlockCache      CacheStats
 	ScanCache       CacheStats
+	Bloom           BloomStats
 	StateGeneration uint64
+}
+
+// BloomStats count the bloom filter probes of point reads since the
+// store opened: Checks in all, and Useful, those where the filter showed
+// that a file could not hold the row, so the file was not read.
+type BloomStats struct {
+	Checks, Useful int64
 }
 
 // CacheStats describe one cache.
@@ -1375,7 +1388,7 @@ type FileStats struct {
 
 // Stats returns a snapshot of the store's state.
 func (s *Store) Stats() Stats {
-	st := Stats{MemtableBytes: s.memBytes.Load()}
+	st := Stats{MemtableBytes: s.memBytes.Load(), Bloom: BloomStats{Checks: s.bloomChecks.Load(), Useful: s.bloomUseful.Load()}}
 	if s.log != nil {
 		st.LogBytes, st.LogSegments = s.log.Size(), len(s.log.Segments())
 	}

@@ -88,6 +88,10 @@ type Options struct {
 	// gives the server a source of its own, seeded from the system's
 	// randomness; tests set a deterministic one.
 	Rand func() float64
+	// ObserveRPC, if set, hears of every RPC once it ends: the method's
+	// name (ReadRow), its duration and its error (nil on success). It runs
+	// on the RPC's goroutine and must not block (see observe.go).
+	ObserveRPC func(method string, d time.Duration, err error)
 }
 
 func (o Options) withDefaults() Options {
@@ -236,7 +240,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	// Stream workers keep their goroutines and so their grown stacks; a
 	// goroutine per call would grow one through the read path each time.
-	s.grpc = grpc.NewServer(grpc.NumStreamWorkers(uint32(8 * runtime.GOMAXPROCS(0))))
+	s.grpc = grpc.NewServer(append(s.observeOptions(), grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))))...)
 	pb.RegisterTabletServerServer(s.grpc, s)
 	g := s.grpc
 	s.mu.Unlock()

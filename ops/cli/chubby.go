@@ -33,6 +33,7 @@ func runChubby(args []string, env Env) int {
 	lease := fs.Duration("lease", 12*time.Second, "session lease granted by each KeepAlive")
 	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
+	httpAddr := fs.String("http", "", "address of the HTTP endpoints (/metrics); empty: off")
 	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
 	if err != nil {
 		return 2
@@ -50,17 +51,31 @@ func runChubby(args []string, env Env) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	pm, err := newProcessMetrics()
+	if err != nil {
+		return fail(env, "chubby", err)
+	}
 	r := cell.New(cell.Options{
 		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen,
 		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt,
-		Logf: stampedLog(env),
+		Logf: stampedLog(env), KeepAlive: keepAliveHook(pm, *id),
 	})
 	if err := r.Open(ctx); err != nil {
 		return fail(env, "chubby", err)
 	}
 	fmt.Fprintf(env.Stdout, "cellar chubby %s: replica %d of cell %q (%d replicas)\n", env.Version, *id, *cellName, len(peers))
 	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), peers[*id].RaftAddr, *data)
+	httpSrv, err := serveRoleMetrics(env, *httpAddr, pm, chubbyServer(*id))
+	if err == nil {
+		err = addReplicaMetrics(pm, r)
+	}
+	if err != nil {
+		closeHTTP(httpSrv)
+		closeReplicas(env, "chubby", r)
+		return fail(env, "chubby", err)
+	}
 	<-ctx.Done()
+	closeHTTP(httpSrv) // no scrape reads a closing replica
 	return closeReplicas(env, "chubby", r)
 }
 

@@ -44,7 +44,7 @@ func runDemo(args []string, env Env) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	data := fs.String("data", "./cellar-data", "directory for all data; it survives restarts")
-	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the status pages, /healthz and /readyz")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the status pages, /metrics, /healthz and /readyz")
 	chubbyAddr := fs.String("chubby", DefaultChubbyAddr, "client address of the Chubby cell's first replica; the others take the next ports, and Raft the ports 100 above")
 	replicas := fs.Int("chubby-replicas", 1, "replicas in the Chubby cell: 1 or 3")
 	tsAddr := fs.String("tabletserver", "127.0.0.1:9100", "address of the first tablet server's data RPCs; the others take the next ports (port 0: any free ports)")
@@ -70,12 +70,17 @@ func runDemo(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "cellar demo: -tabletservers %d: at least one is needed\n", *tsCount)
 		return 2
 	}
+	pm, err := newDemoMetrics() // one registry for every role
+	if err != nil {
+		return fail(env, "demo", err)
+	}
 	// The gateway: loopback connections of user cellar to database cellar
 	// are trusted; everyone else authenticates with SCRAM against the
 	// users of `cellar admin user add`. Its options are checked before
 	// anything starts.
 	var sqlTables *query.Tables // set once the cluster runs, before the gateway serves
 	gwOpts := pgwire.Options{
+		StatementDone: pm.m.Statement(gatewayServer),
 		NewSession: func(o query.SessionOptions) (pgwire.Session, error) {
 			o.Tables = sqlTables
 			return query.NewSession(o)
@@ -104,18 +109,18 @@ func runDemo(args []string, env Env) int {
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 
-	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env)
+	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env, pm)
 	if err != nil {
 		ln.Close()
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env)
+	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env, pm)
 	if err != nil {
 		ln.Close()
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", err)
 	}
-	srv.Handler = statusHandler(roles.ts, cellReplicas, roles.master, env.Version)
+	srv.Handler = demoMux(pm, statusHandler(roles.ts, cellReplicas, roles.master, env.Version))
 	go srv.Serve(ln)
 	gw, err := openGatewayKV(ctx, cellReplicas, roles)
 	if err != nil {
@@ -134,10 +139,18 @@ func runDemo(args []string, env Env) int {
 		return fail(env, "demo", fmt.Errorf("pgwire gateway: %w", err))
 	}
 	gateway := pgwire.New(gwOpts)
+	if _, err := pm.m.AddPgwire(gatewayServer, gateway); err != nil {
+		pgln.Close()
+		gw.close(context.Background())
+		srv.Close()
+		roles.close(context.Background())
+		closeReplicas(env, "demo", cellReplicas...)
+		return fail(env, "demo", err)
+	}
 	go gateway.Serve(pgln)
 	var bt *bigtableGateway
 	if *btAddr != "" {
-		if bt, err = startBigtable(*btAddr, gw.kv); err != nil {
+		if bt, err = startBigtable(*btAddr, gw.kv, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
 			gateway.Close(context.Background())
 			gw.close(context.Background())
 			srv.Close()
@@ -149,7 +162,7 @@ func runDemo(args []string, env Env) int {
 
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
 	fmt.Fprintf(env.Stdout, "  data:    %s (the dfs root is %s)\n", *data, dfsRoot)
-	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/healthz, /readyz)\n", ln.Addr())
+	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/metrics, /healthz, /readyz)\n", ln.Addr())
 	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
 	lockFlag, chubbyFlag := "", ""
 	if a := cellReplicas[0].ClientAddr(); a != DefaultChubbyAddr {
@@ -189,7 +202,7 @@ func runDemo(args []string, env Env) int {
 // startDemoCell starts the demo's Chubby cell: replica i serves clients on
 // the port of addr plus i-1 and Raft 100 ports above that (free ports if
 // addr's port is 0). Its data lives under data/chubby/<id>.
-func startDemoCell(ctx context.Context, data, addr string, n int, env Env) ([]*cell.Replica, error) {
+func startDemoCell(ctx context.Context, data, addr string, n int, env Env, pm *processMetrics) ([]*cell.Replica, error) {
 	if n != 1 && n != 3 {
 		return nil, fmt.Errorf("-chubby-replicas %d: the demo runs a cell of 1 or 3 replicas", n)
 	}
@@ -232,10 +245,14 @@ func startDemoCell(ctx context.Context, data, addr string, n int, env Env) ([]*c
 		// A short grace: after a restart of the demo, the sessions of the
 		// previous run (whose processes are gone) lapse within seconds.
 		r := cell.New(cell.Options{Cell: DefaultCell, ReplicaID: id, Peers: peers, Grace: 5 * time.Second,
-			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logf: stampedLog(env)})
+			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logf: stampedLog(env), KeepAlive: keepAliveHook(pm, id)})
 		if err := r.Open(ctx); err != nil {
 			closeReplicas(env, "demo", rs...)
 			return nil, fmt.Errorf("chubby replica %d: %w", id, err)
+		}
+		if err := addReplicaMetrics(pm, r); err != nil {
+			closeReplicas(env, "demo", append(rs, r)...)
+			return nil, err
 		}
 		rs = append(rs, r)
 	}
@@ -310,7 +327,7 @@ type demoRoles struct {
 // startDemoRoles registers the demo's tablet servers in the cell and
 // starts the master, all as clients of the cell over loopback, as the
 // separate processes would be.
-func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env, pm *processMetrics) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -342,7 +359,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		// tablets recovered from their logs.
 		name := fmt.Sprintf("demo%d", i+1)
 		role, err := StartTabletServer(openCtx, svc("tabletserver:"+name), TabletServerConfig{Name: name, Addr: ln.Addr().String(),
-			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logf: logf})
+			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logf: logf, Metrics: pm.m})
 		if err != nil {
 			ln.Close()
 			roles.closeServers(context.Background())
@@ -373,7 +390,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		roles.closeServers(context.Background())
 		return nil, err
 	}
-	admin := grpc.NewServer()
+	admin := grpc.NewServer(pm.m.MasterServerOptions("master")...)
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(mln)
 	roles.master, roles.sess, roles.admin, roles.masterAddr = m, sess, admin, mln.Addr().String()
@@ -410,7 +427,7 @@ func openGatewayKV(ctx context.Context, replicas []*cell.Replica, roles *demoRol
 		if !ok {
 			return nil, false
 		}
-		return ts.Server(), true
+		return ts.Server().Local(), true
 	}})
 	return &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr("")}}, nil
 }

@@ -46,6 +46,7 @@ func runGateway(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the PostgreSQL gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
+	httpAddr := fs.String("http", "", "address of the HTTP endpoints (/metrics); empty: off")
 	pos, err := parseFlags(fs, args, env, "CELLAR_GATEWAY")
 	if err != nil {
 		return 2
@@ -61,8 +62,13 @@ func runGateway(args []string, env Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	pm, err := newGatewayMetrics()
+	if err != nil {
+		return fail(env, "gateway", err)
+	}
 	var sqlTables *query.Tables // set before the gateway serves
 	pgOpts := pgwire.Options{
+		StatementDone: pm.m.Statement(gatewayServer),
 		NewSession: func(o query.SessionOptions) (pgwire.Session, error) {
 			o.Tables = sqlTables
 			return query.NewSession(o)
@@ -104,13 +110,18 @@ func runGateway(args []string, env Env) int {
 		}
 		sqlTables = query.NewTables(gw.kv)
 		pg = pgwire.New(pgOpts)
+		if _, err := pm.m.AddPgwire(gatewayServer, pg); err != nil {
+			ln.Close()
+			gw.close(context.Background())
+			return fail(env, "gateway", err)
+		}
 		go pg.Serve(ln)
 		host, port, _ := net.SplitHostPort(ln.Addr().String())
 		fmt.Fprintf(env.Stdout, "  sql:      psql \"postgresql://cellar@%s:%s/cellar\"\n", host, port)
 	}
 	var bt *bigtableGateway
 	if *btAddr != "" {
-		if bt, err = startBigtable(*btAddr, gw.kv); err != nil {
+		if bt, err = startBigtable(*btAddr, gw.kv, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
 			if pg != nil {
 				pg.Close(context.Background())
 			}
@@ -119,6 +130,16 @@ func runGateway(args []string, env Env) int {
 		}
 		fmt.Fprintf(env.Stdout, "  bigtable: export BIGTABLE_EMULATOR_HOST=%s   (any project and instance)\n", bt.addr)
 	}
+	httpSrv, err := serveMetrics(env, *httpAddr, pm)
+	if err != nil {
+		if pg != nil {
+			pg.Close(context.Background())
+		}
+		bt.close(context.Background())
+		gw.close(context.Background())
+		return fail(env, "gateway", err)
+	}
+	defer closeHTTP(httpSrv)
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
 	<-ctx.Done()
@@ -146,8 +167,9 @@ type bigtableGateway struct {
 	addr string
 }
 
-// startBigtable listens on addr and serves the Bigtable API over kv.
-func startBigtable(addr string, kv *querykv.KV) (*bigtableGateway, error) {
+// startBigtable listens on addr and serves the Bigtable API over kv,
+// with opts (the metrics' interceptors) added to its gRPC server's.
+func startBigtable(addr string, kv *querykv.KV, opts ...grpc.ServerOption) (*bigtableGateway, error) {
 	api, err := bigtableapi.New(bigtableapi.Options{Rows: kv.Client, Admin: kv})
 	if err != nil {
 		return nil, err
@@ -159,7 +181,7 @@ func startBigtable(addr string, kv *querykv.KV) (*bigtableGateway, error) {
 	// Stream workers keep their goroutines, and so their grown stacks:
 	// a fresh goroutine per call grows its stack through the read path on
 	// every request (a sixth of a read's CPU).
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(bigtableapi.MaxRequestBytes), grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))))
+	srv := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(bigtableapi.MaxRequestBytes), grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))))...)
 	api.Register(srv)
 	go srv.Serve(ln)
 	return &bigtableGateway{srv: srv, addr: ln.Addr().String()}, nil

@@ -27,7 +27,7 @@ import (
 func runMaster(args []string, env Env) int {
 	fs := flag.NewFlagSet("master", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	listen := fs.String("listen", "127.0.0.1:9000", "address of the master's status endpoints (/healthz, /servers)")
+	listen := fs.String("listen", "127.0.0.1:9000", "address of the master's status endpoints (/healthz, /servers, /metrics)")
 	rpcAddr := fs.String("rpc", "127.0.0.1:9001", "address of the master's admin RPCs (table management); it goes into the master file")
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
@@ -72,8 +72,14 @@ func runMaster(args []string, env Env) int {
 		opts.FS = dfs.NewLocal(*dfsRoot)
 	}
 	m := master.New(opts)
+	pm, err := newMasterMetrics()
+	if err != nil {
+		ln.Close()
+		return fail(env, "master", err)
+	}
 
 	mux := http.NewServeMux()
+	pm.mount(mux)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/servers", serversHandler(m))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -88,7 +94,7 @@ func runMaster(args []string, env Env) int {
 		}
 		return fail(env, "master", err)
 	}
-	admin := grpc.NewServer()
+	admin := grpc.NewServer(pm.m.MasterServerOptions("master")...)
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(rpcLn)
 	defer admin.Stop()

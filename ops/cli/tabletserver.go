@@ -31,6 +31,7 @@ func runTabletServer(args []string, env Env) int {
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
 	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
+	httpAddr := fs.String("http", "", "address of the HTTP endpoints (/metrics); empty: off")
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
 		return 2
@@ -56,9 +57,14 @@ func runTabletServer(args []string, env Env) int {
 	}
 	fatal := make(chan error, 1)
 	svc := &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby), Principal: "tabletserver:" + *id, Secret: *secret}}
+	pm, err := newProcessMetrics()
+	if err != nil {
+		ln.Close()
+		return fail(env, "tabletserver", err)
+	}
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	role, err := StartTabletServer(openCtx, svc, TabletServerConfig{Name: *id, Addr: addr, FS: dfs.NewLocal(*dfsRoot), SplitSize: *splitSize,
-		Logf: logf, OnFatal: func(err error) { fatal <- err }})
+		Logf: logf, OnFatal: func(err error) { fatal <- err }, Metrics: pm.m})
 	cancel()
 	if err != nil {
 		ln.Close()
@@ -68,6 +74,12 @@ func runTabletServer(args []string, env Env) int {
 	go srv.Serve(ln)
 	fmt.Fprintf(env.Stdout, "cellar tabletserver %s: %s serving on %s, registered as %s\n", env.Version, *id, addr, srv.Path())
 	fmt.Fprintf(env.Stdout, "  pid %s, dfs root %s\n", strconv.Itoa(os.Getpid()), *dfsRoot)
+	httpSrv, err := serveRoleMetrics(env, *httpAddr, pm, role.store.Name())
+	if err != nil {
+		role.Close(context.Background())
+		return fail(env, "tabletserver", err)
+	}
+	defer closeHTTP(httpSrv)
 
 	select {
 	case <-ctx.Done():

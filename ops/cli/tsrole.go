@@ -13,6 +13,7 @@ import (
 	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/kv/tabletserver"
 	"github.com/cellardb/cellar/ops/coordlock"
+	"github.com/cellardb/cellar/ops/metrics"
 )
 
 // TabletServer is a tablet server wired to the cell and the shared dfs: its
@@ -26,6 +27,8 @@ type TabletServer struct {
 	sess  *coordlock.Session
 	meta  *kvclient.Client
 	logf  func(string, ...any)
+	// unmetric stops the scrapes of the store.
+	unmetric func()
 }
 
 // Server returns the server, to serve RPCs on a listener.
@@ -47,6 +50,9 @@ type TabletServerConfig struct {
 	MemtableSize int64
 	Logf         func(string, ...any)
 	OnFatal      func(error)
+	// Metrics, if set, receives the server's metrics, labelled with its
+	// incarnation.
+	Metrics *metrics.Metrics
 }
 
 // incarnation names one run of a server.
@@ -94,6 +100,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	shared := &tablet.Shared{Name: id, Catalog: &catalog, NoStall: func(t string) bool { return t == kvclient.MetaTable }}
 	opts := storeOptions(cfg.SplitSize, &splits, shared, cfg.Logf)
 	opts.MemtableSize = cfg.MemtableSize
+	observeRPC := instrumentTabletServer(cfg.Metrics, id, &opts)
 	store := tablet.New(cfg.FS, cfg.DFSRoot, opts)
 	if err := store.Open(ctx); err != nil {
 		meta.Close()
@@ -102,15 +109,22 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	}
 	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: cfg.Addr, Store: store, Logf: cfg.Logf, OnFatal: cfg.OnFatal,
 		Meta: meta, Root: root, Catalog: &catalog, FS: cfg.FS, DFSRoot: cfg.DFSRoot,
-		ReportSplit: master.SplitReporter(sess.MasterAddr("")), Coord: coordlock.ForTabletServer{Service: svc}})
+		ReportSplit: master.SplitReporter(sess.MasterAddr("")), Coord: coordlock.ForTabletServer{Service: svc}, ObserveRPC: observeRPC})
 	splits.srv.Store(srv)
-	if err := srv.Open(ctx); err != nil {
+	unmetric, err := addStoreMetrics(cfg.Metrics, id, store)
+	if err == nil {
+		err = srv.Open(ctx)
+	}
+	if err != nil {
+		if unmetric != nil {
+			unmetric()
+		}
 		store.Close(context.Background())
 		meta.Close()
 		sess.Close(context.Background())
 		return nil, err
 	}
-	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, logf: cfg.Logf}, nil
+	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, logf: cfg.Logf, unmetric: unmetric}, nil
 }
 
 // Flush does the final minor compactions, so that the servers that take
@@ -134,6 +148,7 @@ func (r *TabletServer) Close(ctx context.Context) error {
 // lock: the master then recovers the tablets from its log, as after a
 // crash.
 func (r *TabletServer) Abandon(ctx context.Context) error {
+	r.unmetric()
 	err := r.srv.Close(ctx)
 	r.meta.Close()
 	return errors.Join(err, r.store.Close(ctx), r.sess.Close(ctx))

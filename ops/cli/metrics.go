@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cellardb/cellar/coord/cell"
+	"github.com/cellardb/cellar/kv/tablet"
+	"github.com/cellardb/cellar/ops/metrics"
+)
+
+// A process's metrics: one registry per process, made here and passed
+// down, never Prometheus' default one. In cellar demo every role shares
+// it; the server label keeps them apart (see ops/metrics).
+
+// processMetrics is a process's registry and cellar's families on it.
+type processMetrics struct {
+	reg *prometheus.Registry
+	m   *metrics.Metrics
+}
+
+// newProcessMetrics makes a process's registry.
+func newProcessMetrics() (*processMetrics, error) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &processMetrics{reg: reg, m: m}, nil
+}
+
+// runtime adds the Go runtime's and the process's metrics, labelled with
+// server, the process's name.
+func (p *processMetrics) runtime(server string) error {
+	return metrics.RegisterProcess(p.reg, server)
+}
+
+// mount serves the registry at /metrics on mux.
+func (p *processMetrics) mount(mux *http.ServeMux) {
+	mux.Handle("/metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}))
+}
+
+// serveHTTP serves mux on addr until the returned server is closed. An
+// empty addr serves nothing: the server is nil.
+func serveHTTP(addr string, mux *http.ServeMux) (*http.Server, net.Addr, error) {
+	if addr == "" {
+		return nil, nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("HTTP endpoints: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return srv, ln.Addr(), nil
+}
+
+// serveMetrics serves /metrics on addr (empty: off) and says where on
+// stdout; the server is nil when off.
+func serveMetrics(env Env, addr string, p *processMetrics) (*http.Server, error) {
+	mux := http.NewServeMux()
+	p.mount(mux)
+	srv, a, err := serveHTTP(addr, mux)
+	if err == nil && srv != nil {
+		fmt.Fprintf(env.Stdout, "  metrics:  http://%s/metrics\n", a)
+	}
+	return srv, err
+}
+
+// newMasterMetrics is the registry of cellar master, whose server label
+// is "master".
+func newMasterMetrics() (*processMetrics, error) {
+	p, err := newProcessMetrics()
+	if err == nil {
+		err = p.runtime("master")
+	}
+	return p, err
+}
+
+// gatewayServer is the server label of the front doors, the PostgreSQL
+// gateway and the Bigtable API.
+const gatewayServer = "gateway"
+
+// newGatewayMetrics is the registry of cellar gateway.
+func newGatewayMetrics() (*processMetrics, error) {
+	p, err := newProcessMetrics()
+	if err == nil {
+		err = p.runtime(gatewayServer)
+	}
+	return p, err
+}
+
+// newDemoMetrics is the registry every role of cellar demo shares.
+func newDemoMetrics() (*processMetrics, error) {
+	p, err := newProcessMetrics()
+	if err == nil {
+		err = p.runtime("demo")
+	}
+	return p, err
+}
+
+// demoMux serves /metrics beside the demo's other HTTP endpoints.
+func demoMux(p *processMetrics, rest http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	p.mount(mux)
+	mux.Handle("/", rest)
+	return mux
+}
+
+// serveRoleMetrics adds the runtime's metrics under server, the
+// process's name, and serves /metrics on addr (empty: off).
+func serveRoleMetrics(env Env, addr string, p *processMetrics, server string) (*http.Server, error) {
+	if err := p.runtime(server); err != nil {
+		return nil, err
+	}
+	return serveMetrics(env, addr, p)
+}
+
+// closeHTTP stops an HTTP server serveHTTP started, if any.
+func closeHTTP(srv *http.Server) {
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// chubbyServer is a Chubby replica's server label.
+func chubbyServer(id uint64) string { return fmt.Sprintf("chubby-%d", id) }
+
+// keepAliveHook is a replica's KeepAlive hook; nil without metrics.
+func keepAliveHook(p *processMetrics, id uint64) func(time.Duration) {
+	if p == nil {
+		return nil
+	}
+	return p.m.KeepAlive(chubbyServer(id))
+}
+
+// addReplicaMetrics reads r's Stats at each scrape.
+func addReplicaMetrics(p *processMetrics, r *cell.Replica) error {
+	if p == nil {
+		return nil
+	}
+	_, err := p.m.AddReplica(chubbyServer(r.ID()), r)
+	return err
+}
+
+// instrumentTabletServer adds the metrics hooks to a tablet server's
+// store options and returns its RPC hook; nil metrics add none.
+func instrumentTabletServer(m *metrics.Metrics, id string, opts *tablet.Options) func(string, time.Duration, error) {
+	if m == nil {
+		return nil
+	}
+	opts.Events = m.TabletEvents(id, opts.Events)
+	return m.TabletRPC(id)
+}
+
+// addStoreMetrics reads a tablet server's store at each scrape; the
+// returned func stops that.
+func addStoreMetrics(m *metrics.Metrics, id string, store *tablet.Store) (func(), error) {
+	if m == nil {
+		return func() {}, nil
+	}
+	return m.AddStore(id, store)
+}
