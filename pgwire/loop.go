@@ -152,7 +152,8 @@ func (c *conn) run(st *query.Statement, args []any) (*query.Result, error) {
 		}
 	}
 	c.setCancel(cancel)
-	defer func() { c.setCancel(nil); cancel() }()
+	c.started(st.SQL)
+	defer func() { c.setCancel(nil); cancel(); c.finished() }()
 	res, err := c.sess.Execute(ctx, st, args)
 	if err == nil && ctx.Err() != nil && len(res.Rows) > 0 {
 		// Canceled while it finished: the rows are still good.

@@ -56,6 +56,8 @@ type Options struct {
 	IdleSessionTimeout time.Duration
 	// Logf receives notable events.
 	Logf func(format string, args ...any)
+	// Clock stamps Sessions' times (default time.Now).
+	Clock func() time.Time
 }
 
 // Validate checks the options.
@@ -95,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	return o
 }
