@@ -1357,6 +1357,19 @@ type TabletStats struct {
 	MemtableBytes   int64
 	FrozenMemtables int
 	Groups          []GroupStats
+	// Compaction is the merging or major compaction running now, if any.
+	Compaction *CompactionProgress
+}
+
+// CompactionProgress describes a running merging or major compaction.
+type CompactionProgress struct {
+	Group string
+	Major bool
+	// InputEntries is how many entries the input files hold; DoneEntries
+	// how many of them the compaction has merged so far (it advances in
+	// steps of a few thousand).
+	InputEntries, DoneEntries int64
+	Started                   time.Time
 }
 
 // GroupStats describe one locality group of a tablet.
@@ -1403,6 +1416,9 @@ func (s *Store) Stats() Stats {
 			ts.Groups = append(ts.Groups, gs)
 		}
 		v.unref()
+		if p := t.compacting.Load(); p != nil {
+			ts.Compaction = &CompactionProgress{Group: p.group, Major: p.major, InputEntries: p.inputEntries, DoneEntries: p.done.Load(), Started: p.started}
+		}
 		st.Tablets = append(st.Tablets, ts)
 	}
 	return st
