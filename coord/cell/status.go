@@ -109,3 +109,19 @@ func (r *Replica) Status(ctx context.Context) (Status, error) {
 	sort.Slice(st.Locks, func(i, j int) bool { return st.Locks[i].Path < st.Locks[j].Path })
 	return st, nil
 }
+
+// Ready reports why the cell has no master as far as this replica knows,
+// or nil: this replica is the master, or another replica leads.
+func (r *Replica) Ready() error {
+	if r.IsMaster() {
+		return nil
+	}
+	id, ok := r.leader()
+	switch {
+	case !ok:
+		return fmt.Errorf("cell %s replica %d: no Raft leader known", r.opts.Cell, r.opts.ReplicaID)
+	case id == r.opts.ReplicaID:
+		return fmt.Errorf("cell %s replica %d: leads but has not taken over as master yet", r.opts.Cell, r.opts.ReplicaID)
+	}
+	return nil
+}
