@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cellardb/cellar/coord/cell"
 )
 
@@ -33,6 +35,7 @@ func runChubby(args []string, env Env) int {
 	lease := fs.Duration("lease", 12*time.Second, "session lease granted by each KeepAlive")
 	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
+	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
 	if err != nil {
 		return 2
@@ -58,8 +61,15 @@ func runChubby(args []string, env Env) int {
 	if err := r.Open(ctx); err != nil {
 		return fail(env, "chubby", err)
 	}
+	web, err := listenHTTP(*httpAddr, chubbyStatus(env, prometheus.NewRegistry(), r))
+	if err != nil {
+		closeReplicas(env, "chubby", r)
+		return fail(env, "chubby", err)
+	}
+	defer web.close(context.Background())
 	fmt.Fprintf(env.Stdout, "cellar chubby %s: replica %d of cell %q (%d replicas)\n", env.Version, *id, *cellName, len(peers))
 	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), peers[*id].RaftAddr, *data)
+	fmt.Fprintf(env.Stdout, "  http:    %s\n", web.url())
 	<-ctx.Done()
 	return closeReplicas(env, "chubby", r)
 }

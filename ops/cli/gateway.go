@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/cellardb/cellar/coord/client"
@@ -46,6 +47,7 @@ func runGateway(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the PostgreSQL gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
+	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_GATEWAY")
 	if err != nil {
 		return 2
@@ -119,6 +121,17 @@ func runGateway(args []string, env Env) int {
 		}
 		fmt.Fprintf(env.Stdout, "  bigtable: export BIGTABLE_EMULATOR_HOST=%s   (any project and instance)\n", bt.addr)
 	}
+	web, err := listenHTTP(*httpAddr, gatewayStatus(env, prometheus.NewRegistry(), gw, pg))
+	if err != nil {
+		if pg != nil {
+			pg.Close(context.Background())
+		}
+		bt.close(context.Background())
+		gw.close(context.Background())
+		return fail(env, "gateway", err)
+	}
+	defer web.close(context.Background())
+	fmt.Fprintf(env.Stdout, "  http:     %s\n", web.url())
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
 	<-ctx.Done()

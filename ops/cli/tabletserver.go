@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cellardb/cellar/coord/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/ops/coordlock"
@@ -31,6 +33,7 @@ func runTabletServer(args []string, env Env) int {
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
 	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
+	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
 		return 2
@@ -66,8 +69,15 @@ func runTabletServer(args []string, env Env) int {
 	}
 	srv := role.srv
 	go srv.Serve(ln)
+	web, err := listenHTTP(*httpAddr, tabletServerStatus(env, prometheus.NewRegistry(), role))
+	if err != nil {
+		role.Close(context.Background())
+		return fail(env, "tabletserver", err)
+	}
+	defer web.close(context.Background())
 	fmt.Fprintf(env.Stdout, "cellar tabletserver %s: %s serving on %s, registered as %s\n", env.Version, *id, addr, srv.Path())
 	fmt.Fprintf(env.Stdout, "  pid %s, dfs root %s\n", strconv.Itoa(os.Getpid()), *dfsRoot)
+	fmt.Fprintf(env.Stdout, "  http:    %s\n", web.url())
 
 	select {
 	case <-ctx.Done():

@@ -38,6 +38,9 @@ func lineChart(title string, points []Point, value func(Point) (float64, bool), 
 	for i := 0; i <= 2; i++ {
 		y := float64(plotT) + ph*float64(i)/2
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#dde3ec"/>`, plotL, y, chartW-plotR, y)
+		if top == 0 && i < 2 {
+			continue // an empty chart has only its zero line labelled
+		}
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10" font-family="sans-serif" fill="#556" text-anchor="end">%s</text>`,
 			plotL-4, y+3, template.HTMLEscapeString(format(top*float64(2-i)/2)))
 	}
