@@ -73,6 +73,8 @@ type Store struct {
 	bg        sync.WaitGroup
 	closed    atomic.Bool
 	opened    bool
+	// recovering holds the *recovery of every replay Load runs now.
+	recovering sync.Map
 }
 
 // New returns a store over dir in fs. It does no I/O; Open does.
@@ -1342,6 +1344,9 @@ type Stats struct {
 	BlockCache      CacheStats
 	ScanCache       CacheStats
 	StateGeneration uint64
+	// Recovering are the tablets being recovered from a dead server's
+	// log; they are not in Tablets until they serve.
+	Recovering []RecoveryProgress
 }
 
 // CacheStats describe one cache.
@@ -1401,6 +1406,7 @@ func (s *Store) Stats() Stats {
 	s.stateMu.Lock()
 	st.StateGeneration = s.gen
 	s.stateMu.Unlock()
+	st.Recovering = s.recoveries()
 	for _, t := range s.Tablets() {
 		v := t.acquire()
 		ts := TabletStats{ID: t.id, Table: t.table, Range: t.rng, FrozenMemtables: len(v.frozen)}

@@ -221,3 +221,38 @@ func TestCharts(t *testing.T) {
 		t.Fatalf("bar chart: %s", svg)
 	}
 }
+
+// progressServer is a tablet server in the middle of a major compaction
+// and a recovery, which a test cannot hold still in a real store.
+type progressServer struct{}
+
+func (progressServer) Name() string { return "ts-busy" }
+func (progressServer) Stats() tablet.Stats {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return tablet.Stats{
+		Tablets: []tablet.TabletStats{{ID: 4, Table: "web", Range: model.RowRange{Start: []byte("a")},
+			Groups:     []tablet.GroupStats{{Name: "default", Files: []tablet.FileStats{{Num: 1, Size: 2048}, {Num: 2, Size: 1024}}}},
+			Compaction: &tablet.CompactionProgress{Group: "default", Major: true, InputEntries: 4000, DoneEntries: 1000, Started: at}}},
+		Recovering: []tablet.RecoveryProgress{{Table: "<web>", Range: model.RowRange{End: []byte("m")}, Log: "recovery/ts-old/7", Records: 42, Started: at}},
+	}
+}
+
+func TestTabletServerPageShowsProgress(t *testing.T) {
+	hd, err := New(Options{Gatherer: prometheus.NewRegistry(), TabletServers: []TabletServer{progressServer{}},
+		Clock: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hd)
+	defer srv.Close()
+	code, body := get(t, srv, "/tabletserver/ts-busy")
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	for _, w := range []string{"major of default: 25% of 4000 entries", "3.0 KiB", "Recovering from a dead server's log (1)",
+		"&lt;web&gt;", "recovery/ts-old/7", ">42<", "(5s ago)"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("no %q in\n%s", w, body)
+		}
+	}
+}

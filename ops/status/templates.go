@@ -110,6 +110,10 @@ code{font-size:.95em}
 <td>{{range .Groups}}{{.Name}}: {{len .Files}} {{end}}</td>
 <td>{{if .Compaction}}{{if .Compaction.Major}}major{{else}}merging{{end}} of {{.Compaction.Group}}: {{.Percent}}% of {{.Compaction.InputEntries}} entries{{else}}—{{end}}</td></tr>
 {{end}}</table>
+{{if .Stats.Recovering}}<h2>Recovering from a dead server's log ({{len .Stats.Recovering}})</h2>
+<table><tr><th>table</th><th>start</th><th>end</th><th>log</th><th>records replayed</th><th>started</th></tr>
+{{range .Stats.Recovering}}<tr><td>{{.Table}}</td><td><code>{{key .Range.Start}}</code></td><td><code>{{if .Range.End}}{{key .Range.End}}{{else}}+∞{{end}}</code></td><td><code>{{.Log}}</code></td><td class="num">{{.Records}}</td><td>{{ago .Started}}</td></tr>
+{{end}}</table>{{end}}
 {{end}}
 {{template "foot" .}}{{end}}
 
