@@ -139,6 +139,7 @@ func New(opts Options) (*Handler, error) {
 		"ago":   h.ago,
 		"until": h.until,
 		"key":   keyString,
+		"clip":  clip,
 	}).Parse(pageTemplates)
 	if err != nil {
 		return nil, fmt.Errorf("status: templates: %w", err)
@@ -410,6 +411,18 @@ func (h *Handler) until(t time.Time) string {
 		return fmt.Sprintf("%s (%s ago)", t.Format("15:04:05"), -d)
 	}
 	return fmt.Sprintf("%s (in %s)", t.Format("15:04:05"), d)
+}
+
+// maxStatement is how much of a statement's text the gateway page shows
+// (PostgreSQL's pg_stat_activity keeps 1024 bytes by default).
+const maxStatement = 1024
+
+// clip shortens a statement's text for the page.
+func clip(s string) string {
+	if r := []rune(s); len(r) > maxStatement {
+		return string(r[:maxStatement]) + "…"
+	}
+	return s
 }
 
 // keyString shows a row key: printable keys as they are, others quoted;

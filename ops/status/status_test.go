@@ -199,6 +199,9 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestCharts(t *testing.T) {
+	if long := clip(strings.Repeat("é", 2000)); len([]rune(long)) != maxStatement+1 || !strings.HasSuffix(long, "…") || clip("SELECT 1") != "SELECT 1" {
+		t.Fatalf("clip: %d runes", len([]rune(long)))
+	}
 	if niceCeil(0.0042) != 0.005 || niceCeil(37) != 50 || niceCeil(100) != 100 || niceCeil(0) != 0 {
 		t.Fatalf("niceCeil: %v %v %v", niceCeil(0.0042), niceCeil(37), niceCeil(100))
 	}

@@ -120,7 +120,7 @@ code{font-size:.95em}
 {{define "gateway"}}{{template "head" .}}{{with .Data}}
 {{if .PG}}<h2>PostgreSQL sessions ({{len .Sessions}})</h2>
 <table><tr><th>pid</th><th>user</th><th>database</th><th>client</th><th>connected</th><th>state</th><th>statement</th><th>started</th></tr>
-{{range .Sessions}}<tr><td class="num">{{.PID}}</td><td>{{.User}}</td><td>{{.Database}}</td><td>{{.ClientAddr}}{{if .TLS}} (TLS){{end}}</td><td>{{ago .ConnectedAt}}</td><td>{{.State}}</td><td><code>{{.Statement}}</code></td><td>{{if .Statement}}{{ago .StatementStart}}{{end}}</td></tr>
+{{range .Sessions}}<tr><td class="num">{{.PID}}</td><td>{{.User}}</td><td>{{.Database}}</td><td>{{.ClientAddr}}{{if .TLS}} (TLS){{end}}</td><td>{{ago .ConnectedAt}}</td><td>{{.State}}</td><td><code>{{clip .Statement}}</code></td><td>{{if .Statement}}{{ago .StatementStart}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p>This gateway serves only the Bigtable API.</p>{{end}}
 {{end}}
 {{template "foot" .}}{{end}}
