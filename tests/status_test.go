@@ -234,14 +234,16 @@ func checkNotBlank(t *testing.T, page, file string) {
 // active, one standby), a cellar tabletserver and a cellar gateway as
 // separate processes: each answers /healthz, becomes ready on /readyz and
 // serves its role's page. Once the Chubby cell is killed, the tablet
-// server and the gateway stop being ready while staying alive.
+// server and the gateway stop being ready while staying alive; once it is
+// back, the gateway is ready again.
 func TestHealthOfEachProcess(t *testing.T) {
 	bin := buildCellar(t)
 	dir := t.TempDir()
 	chubby := freeLoopbackPort(t)
 	chubbyHTTP, activeHTTP, standbyHTTP, tsHTTP, gwHTTP := freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t)
-	cell, _ := startProcess(t, bin, "clients:", "chubby", "-id", "1", "-peers", "1="+freeLoopbackPort(t)+"/"+chubby,
-		"-data", filepath.Join(dir, "chubby"), "-lease", "2s", "-grace", "2s", "-rtt", "10ms", "-http", chubbyHTTP)
+	cellArgs := []string{"chubby", "-id", "1", "-peers", "1=" + freeLoopbackPort(t) + "/" + chubby,
+		"-data", filepath.Join(dir, "chubby"), "-lease", "2s", "-grace", "2s", "-rtt", "10ms", "-http", chubbyHTTP}
+	cell, _ := startProcess(t, bin, "clients:", cellArgs...)
 	startProcess(t, bin, "active master", "master", "-listen", activeHTTP, "-rpc", freeLoopbackPort(t), "-chubby", chubby,
 		"-scan-interval", "100ms", "-dfs", filepath.Join(dir, "dfs"))
 	startProcess(t, bin, "standby", "master", "-listen", standbyHTTP, "-rpc", freeLoopbackPort(t), "-chubby", chubby,
@@ -303,4 +305,10 @@ func TestHealthOfEachProcess(t *testing.T) {
 			t.Fatalf("%s/healthz after the cell died: %d %q", addr, code, body)
 		}
 	}
+	// Once the cell is back, the gateway's probe opens a new session: ready
+	// again without any client traffic.
+	cell.Wait()
+	startProcess(t, bin, "clients:", cellArgs...)
+	waitCode(t, "http://"+chubbyHTTP+"/readyz", 200, 30*time.Second)
+	waitCode(t, "http://"+gwHTTP+"/readyz", 200, 30*time.Second)
 }

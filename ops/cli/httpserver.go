@@ -96,11 +96,11 @@ func chubbyReady(r *cell.Replica) status.Check {
 // masterReady: the master holds the master lock, or is a standby whose
 // Chubby session is valid, so that it can take over.
 func masterReady(m *master.Master, sess *coordlock.Session) status.Check {
-	return status.Check{Name: "master: active, or a standby with a Chubby session", Ready: func(context.Context) error {
+	return status.Check{Name: "master: active, or a standby with a Chubby session", Ready: func(ctx context.Context) error {
 		if m.Active() {
 			return nil
 		}
-		if err := sess.Ready(); err != nil {
+		if err := sess.Ready(ctx); err != nil {
 			return fmt.Errorf("standby: %w", err)
 		}
 		return nil
@@ -116,8 +116,8 @@ func tabletServerReady(ts *TabletServer) status.Check {
 // doors listen (pg nil: it serves only the Bigtable API, which listens
 // before the pages start).
 func gatewayReady(sess *coordlock.Session, pg *pgwire.Server) status.Check {
-	return status.Check{Name: "gateway: connected to the cluster and listening", Ready: func(context.Context) error {
-		if err := sess.Ready(); err != nil {
+	return status.Check{Name: "gateway: connected to the cluster and listening", Ready: func(ctx context.Context) error {
+		if err := sess.Ready(ctx); err != nil {
 			return err
 		}
 		if pg != nil && pg.Addr() == nil {
