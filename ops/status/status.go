@@ -19,11 +19,13 @@
 package status
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -133,7 +135,6 @@ func New(opts Options) (*Handler, error) {
 		opts.Process = "cellar"
 	}
 	h := &Handler{opts: opts, sampler: NewSampler(opts.samplerOptions())}
-	h.sampler.opts.Clock = opts.Clock
 	tmpl, err := template.New("status").Funcs(template.FuncMap{
 		"bytes": func(v any) string { return formatBytes(toFloat(v)) },
 		"ago":   h.ago,
@@ -331,6 +332,15 @@ func (h *Handler) master(w http.ResponseWriter, r *http.Request) {
 		Dead     []string
 		Events   []master.Event
 	}{m.Active(), rows, assigned, m.Dead(), events})
+}
+
+func sortAssignments(a []assignment) {
+	sort.Slice(a, func(i, j int) bool {
+		if a[i].Table != a[j].Table {
+			return a[i].Table < a[j].Table
+		}
+		return bytes.Compare(a[i].Start, a[j].Start) < 0
+	})
 }
 
 func (h *Handler) tabletServer(w http.ResponseWriter, r *http.Request) {

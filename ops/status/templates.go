@@ -1,19 +1,5 @@
 package status
 
-import (
-	"bytes"
-	"sort"
-)
-
-func sortAssignments(a []assignment) {
-	sort.Slice(a, func(i, j int) bool {
-		if a[i].Table != a[j].Table {
-			return a[i].Table < a[j].Table
-		}
-		return bytes.Compare(a[i].Start, a[j].Start) < 0
-	})
-}
-
 // pageTemplates are the pages; html/template escapes everything they
 // print, and the charts come in as already escaped SVG.
 const pageTemplates = `
