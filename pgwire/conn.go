@@ -51,6 +51,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	cancelFn context.CancelFunc // of the running statement
+	act      activity
 	closing  atomic.Bool
 
 	pending  int // bytes sent since the last flush
@@ -126,6 +127,7 @@ func (c *conn) serve() {
 		c.reportFatal(err)
 		return
 	}
+	c.authenticated()
 	c.nc.SetDeadline(time.Time{})
 	c.be.SetMaxBodyLen(c.srv.opts.MaxMessageSize)
 	c.stmts, c.portals = map[string]*prepared{}, map[string]*portal{}

@@ -152,7 +152,8 @@ func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err erro
 		}
 	}
 	c.setCancel(cancel)
-	defer func() { c.setCancel(nil); cancel() }()
+	c.started(st.SQL)
+	defer func() { c.setCancel(nil); cancel(); c.finished() }()
 	if done := c.srv.opts.StatementDone; done != nil {
 		start := time.Now()
 		defer func() { done(st.Type(), time.Since(start), err) }()

@@ -60,6 +60,8 @@ type Options struct {
 	// (query.Statement.Type), how long it ran and its error (nil on
 	// success). It runs on the connection's goroutine and must not block.
 	StatementDone func(typ string, d time.Duration, err error)
+	// Clock stamps Sessions' times (default time.Now).
+	Clock func() time.Time
 }
 
 // Validate checks the options.
@@ -99,6 +101,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	return o
 }

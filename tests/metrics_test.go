@@ -330,7 +330,7 @@ func TestMetricsOnDemo(t *testing.T) {
 func TestMetricsOnSeparateProcesses(t *testing.T) {
 	bin := buildCellar(t)
 	dir := t.TempDir()
-	metricsRe := regexp.MustCompile(`metrics:\s+(http://[0-9.:]+/metrics)`)
+	metricsRe := regexp.MustCompile(`http:\s+(http://[0-9.:]+/)`)
 	metricsURL := func(name string, r *bufio.Reader) string {
 		t.Helper()
 		for {
@@ -339,7 +339,7 @@ func TestMetricsOnSeparateProcesses(t *testing.T) {
 				t.Fatalf("%s printed no metrics address: %v", name, err)
 			}
 			if m := metricsRe.FindStringSubmatch(line); m != nil {
-				return m[1]
+				return m[1] + "metrics"
 			}
 		}
 	}

@@ -92,7 +92,7 @@ func (a AdminServer) ReportSplit(ctx context.Context, req *masterpb.ReportSplitR
 	if _, err := a.M.refresh(ctx, req.Server); err != nil {
 		return nil, asStatus(err)
 	}
-	a.M.opts.Logf("master: server %s split a tablet of %q at %q", req.Server, req.Table, req.Split)
+	a.M.event(EventSplit, "master: server %s split a tablet of %q at %q", req.Server, req.Table, req.Split)
 	return &masterpb.ReportSplitResponse{}, nil
 }
 

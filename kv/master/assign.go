@@ -293,7 +293,7 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 		m.opts.Logf("master: load tablet %v of %q on %s: %v", rng, table, target, err)
 		return false
 	}
-	m.opts.Logf("master: tablet %v of %q loaded on %s (%s)", rng, table, target, event)
+	m.event(EventAssign, "master: tablet %v of %q loaded on %s (%s)", rng, table, target, event)
 	v.add(table, rng, target, 0, 0)
 	v.load[target]++
 	m.mu.Lock()
@@ -413,6 +413,6 @@ func (m *Master) partition(ctx context.Context, v *served, dead string) (*partit
 	m.mu.Lock()
 	m.partitions[dead] = p
 	m.mu.Unlock()
-	m.opts.Logf("master: the log of dead server %s is partitioned by %s into %d tablets", dead, target, len(resp.Tablets))
+	m.event(EventRecovery, "master: the log of dead server %s is partitioned by %s into %d tablets", dead, target, len(resp.Tablets))
 	return p, nil
 }

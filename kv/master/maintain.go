@@ -100,7 +100,7 @@ func (m *Master) mergeSmall(ctx context.Context) bool {
 				m.opts.Logf("master: merge tablets %d and %d of %q on %s: %v", a.Id, b.Id, a.Table, s.ID, err)
 				return false
 			}
-			m.opts.Logf("master: merged tablets [%q,%q) and [%q,%q) of %q on %s", a.Range.GetStart(), a.Range.GetEnd(),
+			m.event(EventMerge, "master: merged tablets [%q,%q) and [%q,%q) of %q on %s", a.Range.GetStart(), a.Range.GetEnd(),
 				b.Range.GetStart(), b.Range.GetEnd(), a.Table, s.ID)
 			m.refresh(ctx, s.ID)
 			return true
@@ -175,7 +175,7 @@ func (m *Master) Move(ctx context.Context, from, to Server, t *pb.TabletInfo) er
 		return err // reconcile loads it after missingScans scans
 	}
 	m.refresh(ctx, to.ID)
-	m.opts.Logf("master: moved tablet [%q,%q) of %q from %s to %s", t.Range.GetStart(), t.Range.GetEnd(), table, from.ID, to.ID)
+	m.event(EventMove, "master: moved tablet [%q,%q) of %q from %s to %s", t.Range.GetStart(), t.Range.GetEnd(), table, from.ID, to.ID)
 	return nil
 }
 

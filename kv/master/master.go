@@ -104,6 +104,10 @@ type Options struct {
 	MergeSize int64
 	// NoBalance turns off moves that even out the servers' tablet counts.
 	NoBalance bool
+	// Clock stamps Events (default time.Now).
+	Clock func() time.Time
+	// MaxEvents is how many recent events Events keeps (default 200).
+	MaxEvents int
 }
 
 func (o Options) withDefaults() Options {
@@ -125,6 +129,12 @@ func (o Options) withDefaults() Options {
 	if o.OnFatal == nil {
 		o.OnFatal = func(error) {}
 	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.MaxEvents == 0 {
+		o.MaxEvents = 200
+	}
 	return o
 }
 
@@ -132,6 +142,9 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	if o.Addr == "" || o.Coord == nil {
 		return errors.New("master: an address and a lock service are required")
+	}
+	if o.MaxEvents < 0 {
+		return errors.New("master: MaxEvents is negative")
 	}
 	return nil
 }
@@ -168,6 +181,9 @@ type Master struct {
 	// with the schema it replaces (the master is the files' one writer).
 	schemaMu sync.Mutex
 
+	evMu   sync.Mutex
+	events eventRing
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -191,7 +207,7 @@ func (m *Master) Open(ctx context.Context) error {
 	m.mu.Lock()
 	m.lock = l
 	m.mu.Unlock()
-	m.opts.Logf("master %s: active", m.opts.Addr)
+	m.event(EventMaster, "master %s: active", m.opts.Addr)
 	// Scan once before Open returns, so that the master starts from what
 	// the servers serve (the paper's start-up steps 1 and 2).
 	m.scan(ctx)
@@ -212,7 +228,7 @@ func (m *Master) run(l Lock) {
 		case <-m.stop:
 			return
 		case <-l.Lost():
-			m.opts.Logf("master %s: lost the master lock; stopping", m.opts.Addr)
+			m.event(EventMaster, "master %s: lost the master lock; stopping", m.opts.Addr)
 			m.opts.OnFatal(errors.New("master: lost the master lock"))
 			return
 		case <-t.C:
@@ -321,7 +337,7 @@ func (m *Master) bury(id string) {
 	if s != nil {
 		n = len(s.Tablets)
 	}
-	m.opts.Logf("master: server %s is dead; its file is deleted and its %d tablets are unassigned", id, n)
+	m.event(EventDeath, "master: server %s is dead; its file is deleted and its %d tablets are unassigned", id, n)
 }
 
 func (m *Master) stub(addr string) (pb.TabletServerClient, error) {

@@ -141,7 +141,7 @@ func (m *Master) CreateTable(ctx context.Context, table string, schema model.Sch
 		return err
 	}
 	m.refresh(ctx, server.ID)
-	m.opts.Logf("master: created table %q with %d tablets on server %s", table, len(tablets), server.ID)
+	m.event(EventTable, "master: created table %q with %d tablets on server %s", table, len(tablets), server.ID)
 	return nil
 }
 
@@ -181,7 +181,7 @@ func (m *Master) DeleteTable(ctx context.Context, table string) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	m.opts.Logf("master: deleted table %q", table)
+	m.event(EventTable, "master: deleted table %q", table)
 	return nil
 }
 
@@ -227,7 +227,7 @@ func (m *Master) UpdateSchema(ctx context.Context, table string, expected *model
 			return fmt.Errorf("change the schema of %q on server %s: %w", table, s.ID, err)
 		}
 	}
-	m.opts.Logf("master: changed the schema of %q", table)
+	m.event(EventTable, "master: changed the schema of %q", table)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellardb/cellar/kv/dfs"
@@ -400,6 +401,9 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 	}
 	m := &mergeIter{iters: its}
 	defer m.Close()
+	prog := &compactionProgress{group: si.groups[g].Name, major: major, inputEntries: int64(expected), started: time.UnixMicro(t.s.nowMicros())}
+	t.compacting.Store(prog)
+	defer t.compacting.Store(nil)
 	b, err := t.s.newBuilder(si.groups[g], expected)
 	if err != nil {
 		return err
@@ -416,6 +420,7 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 			break
 		}
 		if n++; n%4096 == 0 {
+			prog.done.Store(int64(n))
 			if err := ctx.Err(); err != nil {
 				b.abort()
 				return err
@@ -426,6 +431,7 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 			return err
 		}
 	}
+	prog.done.Store(int64(n))
 	if err := m.err; err != nil {
 		b.abort()
 		return fmt.Errorf("compaction of tablet %d: %w", t.id, err)
@@ -542,4 +548,14 @@ func (c *compactor) entry(key, value []byte) error {
 		return nil
 	}
 	return c.out.add(key, value)
+}
+
+// compactionProgress tracks a running compaction; the compacting goroutine
+// advances done every few thousand entries.
+type compactionProgress struct {
+	group        string
+	major        bool
+	inputEntries int64
+	started      time.Time
+	done         atomic.Int64
 }

@@ -358,7 +358,9 @@ func (s *Store) Load(ctx context.Context, spec LoadSpec) (*Tablet, error) {
 		return nil, err
 	}
 	if spec.Replay != "" {
-		if err := t.replay(ctx, spec.Replay, spec.ReplayTablet); err != nil {
+		prog, done := s.startRecovery(spec)
+		defer done()
+		if err := t.replay(ctx, spec.Replay, spec.ReplayTablet, prog); err != nil {
 			return fail(err)
 		}
 	}
@@ -382,7 +384,7 @@ func (s *Store) Load(ctx context.Context, spec LoadSpec) (*Tablet, error) {
 
 // replay reads a log chain's records of tablet logID into the tablet's
 // memtable, flushing whenever it fills.
-func (t *Tablet) replay(ctx context.Context, dir string, logID uint64) error {
+func (t *Tablet) replay(ctx context.Context, dir string, logID uint64, prog *recovery) error {
 	flushed := t.nextSeq - 1
 	st, err := commitlog.Replay(ctx, t.s.fs, dir, 0, func(rec *commitlog.Record) error {
 		if rec.Tablet != logID || rec.Seq <= flushed || !t.rng.Contains(rec.Mutation.Row) {
@@ -393,6 +395,7 @@ func (t *Tablet) replay(ctx context.Context, dir string, logID uint64) error {
 		if err := t.activeMem.AddBatch(keys, values); err != nil {
 			return fmt.Errorf("replay of %s LSN %d: %w", dir, rec.LSN, err)
 		}
+		prog.records.Add(1)
 		t.nextSeq = max(t.nextSeq, rec.Seq+n)
 		for _, m := range rec.Mutation.Mutations {
 			if m.Kind == model.KindSetCell {

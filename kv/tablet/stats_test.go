@@ -175,3 +175,37 @@ func TestLogSyncedEvent(t *testing.T) {
 		t.Fatalf("LogSynced reported %d records for 10 acknowledged writes", records)
 	}
 }
+
+func TestStatsShowRunningCompaction(t *testing.T) {
+	ctx := context.Background()
+	var s *Store
+	var seen []*CompactionProgress
+	opts := Options{Events: Events{CompactionEnd: func(CompactionInfo) {
+		// The hook runs inside the compaction, before it is done.
+		for _, ts := range s.Stats().Tablets {
+			if ts.Compaction != nil {
+				seen = append(seen, ts.Compaction)
+			}
+		}
+	}}}
+	s = newTestStore(t, dfs.NewMem(), model.Schema{Families: []model.Family{{Name: "f"}}}, opts)
+	for file := 0; file < 2; file++ {
+		for i := 0; i < 50; i++ {
+			mustApply(t, s, fmt.Sprintf("r%03d", i), set("f", "q", int64(1000*(file+1)), "v"))
+		}
+		if err := s.FlushAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Tablets()[0].Compact(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || !seen[0].Major || seen[0].Group == "" || seen[0].InputEntries != 100 || seen[0].DoneEntries != 100 || seen[0].Started.IsZero() {
+		t.Fatalf("progress seen during the compaction: %+v", seen)
+	}
+	for _, ts := range s.Stats().Tablets {
+		if ts.Compaction != nil {
+			t.Fatalf("a finished compaction is still shown: %+v", ts.Compaction)
+		}
+	}
+}

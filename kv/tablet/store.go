@@ -77,6 +77,8 @@ type Store struct {
 	bg        sync.WaitGroup
 	closed    atomic.Bool
 	opened    bool
+	// recovering holds the *recovery of every replay Load runs now.
+	recovering sync.Map
 }
 
 // New returns a store over dir in fs. It does no I/O; Open does.
@@ -1348,6 +1350,9 @@ type Stats struct {
 	ScanCache       CacheStats
 	Bloom           BloomStats
 	StateGeneration uint64
+	// Recovering are the tablets being recovered from a dead server's
+	// log; they are not in Tablets until they serve.
+	Recovering []RecoveryProgress
 }
 
 // BloomStats count the bloom filter probes of point reads since the
@@ -1370,6 +1375,19 @@ type TabletStats struct {
 	MemtableBytes   int64
 	FrozenMemtables int
 	Groups          []GroupStats
+	// Compaction is the merging or major compaction running now, if any.
+	Compaction *CompactionProgress
+}
+
+// CompactionProgress describes a running merging or major compaction.
+type CompactionProgress struct {
+	Group string
+	Major bool
+	// InputEntries is how many entries the input files hold; DoneEntries
+	// how many of them the compaction has merged so far (it advances in
+	// steps of a few thousand).
+	InputEntries, DoneEntries int64
+	Started                   time.Time
 }
 
 // GroupStats describe one locality group of a tablet.
@@ -1401,6 +1419,7 @@ func (s *Store) Stats() Stats {
 	s.stateMu.Lock()
 	st.StateGeneration = s.gen
 	s.stateMu.Unlock()
+	st.Recovering = s.recoveries()
 	for _, t := range s.Tablets() {
 		v := t.acquire()
 		ts := TabletStats{ID: t.id, Table: t.table, Range: t.rng, FrozenMemtables: len(v.frozen)}
@@ -1416,6 +1435,9 @@ func (s *Store) Stats() Stats {
 			ts.Groups = append(ts.Groups, gs)
 		}
 		v.unref()
+		if p := t.compacting.Load(); p != nil {
+			ts.Compaction = &CompactionProgress{Group: p.group, Major: p.major, InputEntries: p.inputEntries, DoneEntries: p.done.Load(), Started: p.started}
+		}
 		st.Tablets = append(st.Tablets, ts)
 	}
 	return st

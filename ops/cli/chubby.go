@@ -33,7 +33,7 @@ func runChubby(args []string, env Env) int {
 	lease := fs.Duration("lease", 12*time.Second, "session lease granted by each KeepAlive")
 	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
-	httpAddr := fs.String("http", "", "address of the HTTP endpoints (/metrics); empty: off")
+	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
 	if err != nil {
 		return 2
@@ -63,19 +63,23 @@ func runChubby(args []string, env Env) int {
 	if err := r.Open(ctx); err != nil {
 		return fail(env, "chubby", err)
 	}
-	fmt.Fprintf(env.Stdout, "cellar chubby %s: replica %d of cell %q (%d replicas)\n", env.Version, *id, *cellName, len(peers))
-	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), peers[*id].RaftAddr, *data)
-	httpSrv, err := serveRoleMetrics(env, *httpAddr, pm, chubbyServer(*id))
+	web, err := listenHTTP(*httpAddr, chubbyStatus(env, pm.reg, r))
+	if err == nil {
+		err = pm.attach(web, chubbyServer(*id))
+	}
 	if err == nil {
 		err = addReplicaMetrics(pm, r)
 	}
 	if err != nil {
-		closeHTTP(httpSrv)
+		web.close(context.Background())
 		closeReplicas(env, "chubby", r)
 		return fail(env, "chubby", err)
 	}
+	fmt.Fprintf(env.Stdout, "cellar chubby %s: replica %d of cell %q (%d replicas)\n", env.Version, *id, *cellName, len(peers))
+	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), peers[*id].RaftAddr, *data)
+	fmt.Fprintf(env.Stdout, "  http:    %s\n", web.url())
 	<-ctx.Done()
-	closeHTTP(httpSrv) // no scrape reads a closing replica
+	web.close(context.Background()) // no scrape reads a closing replica
 	return closeReplicas(env, "chubby", r)
 }
 

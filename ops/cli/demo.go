@@ -7,11 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"html/template"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,7 +26,6 @@ import (
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/masterpb"
-	"github.com/cellardb/cellar/kv/tablet"
 	"github.com/cellardb/cellar/kv/tabletpb"
 	"github.com/cellardb/cellar/ops/coordlock"
 	"github.com/cellardb/cellar/ops/querykv"
@@ -107,7 +104,6 @@ func runDemo(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "demo", fmt.Errorf("status pages: %w", err))
 	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 
 	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env, pm)
 	if err != nil {
@@ -120,11 +116,9 @@ func runDemo(args []string, env Env) int {
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", err)
 	}
-	srv.Handler = demoMux(pm, statusHandler(roles.ts, cellReplicas, roles.master, env.Version))
-	go srv.Serve(ln)
 	gw, err := openGatewayKV(ctx, cellReplicas, roles)
 	if err != nil {
-		srv.Close()
+		ln.Close()
 		roles.close(context.Background())
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", err)
@@ -133,7 +127,7 @@ func runDemo(args []string, env Env) int {
 	pgln, err := net.Listen("tcp", *pgAddr)
 	if err != nil {
 		gw.close(context.Background())
-		srv.Close()
+		ln.Close()
 		roles.close(context.Background())
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", fmt.Errorf("pgwire gateway: %w", err))
@@ -142,7 +136,7 @@ func runDemo(args []string, env Env) int {
 	if _, err := pm.m.AddPgwire(gatewayServer, gateway); err != nil {
 		pgln.Close()
 		gw.close(context.Background())
-		srv.Close()
+		ln.Close()
 		roles.close(context.Background())
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", err)
@@ -153,12 +147,23 @@ func runDemo(args []string, env Env) int {
 		if bt, err = startBigtable(*btAddr, gw.kv, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
 			gateway.Close(context.Background())
 			gw.close(context.Background())
-			srv.Close()
+			ln.Close()
 			roles.close(context.Background())
 			closeReplicas(env, "demo", cellReplicas...)
 			return fail(env, "demo", err)
 		}
 	}
+	web, err := serveDemoHTTP(ln, env, pm.reg, cellReplicas, roles, gw, gateway)
+	if err != nil {
+		bt.close(context.Background())
+		gateway.Close(context.Background())
+		gw.close(context.Background())
+		ln.Close()
+		roles.close(context.Background())
+		closeReplicas(env, "demo", cellReplicas...)
+		return fail(env, "demo", err)
+	}
+	pm.mount(web.Mux)
 
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
 	fmt.Fprintf(env.Stdout, "  data:    %s (the dfs root is %s)\n", *data, dfsRoot)
@@ -188,7 +193,7 @@ func runDemo(args []string, env Env) int {
 	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	bt.close(shut)
-	err = errors.Join(gateway.Close(shut), gw.close(shut), srv.Shutdown(shut), roles.close(shut))
+	err = errors.Join(gateway.Close(shut), gw.close(shut), web.close(shut), roles.close(shut))
 	if closeReplicas(env, "demo", cellReplicas...) != 0 {
 		return 1
 	}
@@ -298,21 +303,6 @@ func freePort(host string) (string, error) {
 	}
 	return "", fmt.Errorf("no free port on %s", host)
 }
-
-var statusPage = template.Must(template.New("status").Parse(`<!doctype html>
-<title>cellar status</title>
-<style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}</style>
-<h1>cellar {{.Version}}</h1>
-{{range .Servers}}<h2>tablet server {{.ID}}</h2>
-<p>Memtables: {{.Stats.MemtableBytes}} bytes. Commit log: {{.Stats.LogBytes}} bytes in {{.Stats.LogSegments}} segments.
-Block cache: {{.Stats.BlockCache.Bytes}} bytes, {{.Stats.BlockCache.Hits}} hits, {{.Stats.BlockCache.Misses}} misses.</p>
-<table>
-<tr><th>tablet</th><th>table</th><th>rows</th><th>memtable bytes</th><th>frozen</th><th>SSTables per locality group</th></tr>
-{{range .Stats.Tablets}}<tr><td>{{.ID}}</td><td>{{.Table}}</td><td>{{.Range}}</td><td>{{.MemtableBytes}}</td><td>{{.FrozenMemtables}}</td>
-<td>{{range .Groups}}{{.Name}}: {{len .Files}} {{end}}</td></tr>
-{{end}}</table>
-{{end}}
-`))
 
 // demoRoles are the kv processes the demo runs in-process.
 type demoRoles struct {
@@ -468,43 +458,4 @@ func serversHandler(m *master.Master) http.HandlerFunc {
 			Dead []string        `json:"dead"`
 		}{m.Servers(), m.Dead()})
 	}
-}
-
-func statusHandler(servers []*TabletServer, replicas []*cell.Replica, m *master.Master, version string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/servers", serversHandler(m))
-	// Go's profiles, for operators and for make bench.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		for _, rep := range replicas {
-			if rep.IsMaster() {
-				fmt.Fprintln(w, "ok")
-				return
-			}
-		}
-		http.Error(w, "the Chubby cell has no master yet", http.StatusServiceUnavailable)
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		type server struct {
-			ID    string
-			Stats tablet.Stats
-		}
-		var list []server
-		for _, ts := range servers {
-			list = append(list, server{ts.store.Name(), ts.store.Stats()})
-		}
-		statusPage.Execute(w, struct {
-			Version string
-			Servers []server
-		}{version, list})
-	})
-	return mux
 }

@@ -46,7 +46,7 @@ func runGateway(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the PostgreSQL gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
-	httpAddr := fs.String("http", "", "address of the HTTP endpoints (/metrics); empty: off")
+	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_GATEWAY")
 	if err != nil {
 		return 2
@@ -130,7 +130,7 @@ func runGateway(args []string, env Env) int {
 		}
 		fmt.Fprintf(env.Stdout, "  bigtable: export BIGTABLE_EMULATOR_HOST=%s   (any project and instance)\n", bt.addr)
 	}
-	httpSrv, err := serveMetrics(env, *httpAddr, pm)
+	web, err := listenHTTP(*httpAddr, gatewayStatus(env, pm.reg, gw, pg))
 	if err != nil {
 		if pg != nil {
 			pg.Close(context.Background())
@@ -139,7 +139,11 @@ func runGateway(args []string, env Env) int {
 		gw.close(context.Background())
 		return fail(env, "gateway", err)
 	}
-	defer closeHTTP(httpSrv)
+	if web != nil {
+		pm.mount(web.Mux)
+	}
+	defer web.close(context.Background())
+	fmt.Fprintf(env.Stdout, "  http:     %s\n", web.url())
 	fmt.Fprintln(env.Stdout, "Press Ctrl-C to stop.")
 
 	<-ctx.Done()

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,7 +26,7 @@ import (
 func runMaster(args []string, env Env) int {
 	fs := flag.NewFlagSet("master", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	listen := fs.String("listen", "127.0.0.1:9000", "address of the master's status endpoints (/healthz, /servers, /metrics)")
+	listen := fs.String("listen", "127.0.0.1:9000", "address of the master's status pages, /healthz, /readyz, /servers and /metrics")
 	rpcAddr := fs.String("rpc", "127.0.0.1:9001", "address of the master's admin RPCs (table management); it goes into the master file")
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
@@ -78,13 +77,14 @@ func runMaster(args []string, env Env) int {
 		return fail(env, "master", err)
 	}
 
-	mux := http.NewServeMux()
-	pm.mount(mux)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/servers", serversHandler(m))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	web, err := serveHTTP(ln, masterStatus(env, pm.reg, m, sess))
+	if err != nil {
+		ln.Close()
+		return fail(env, "master", err)
+	}
+	web.Mux.HandleFunc("/servers", serversHandler(m))
+	pm.mount(web.Mux)
+	defer web.close(context.Background())
 
 	fmt.Fprintf(env.Stdout, "cellar master %s on %s: standby, waiting for the master lock\n", env.Version, ln.Addr())
 	if err := m.Open(ctx); err != nil {

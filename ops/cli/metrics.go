@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -45,31 +44,17 @@ func (p *processMetrics) mount(mux *http.ServeMux) {
 	mux.Handle("/metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}))
 }
 
-// serveHTTP serves mux on addr until the returned server is closed. An
-// empty addr serves nothing: the server is nil.
-func serveHTTP(addr string, mux *http.ServeMux) (*http.Server, net.Addr, error) {
-	if addr == "" {
-		return nil, nil, nil
+// attach adds the Go runtime's and the process's metrics under server,
+// the process's name, and serves /metrics beside the status pages of web
+// (nil: the process serves no HTTP).
+func (p *processMetrics) attach(web *processHTTP, server string) error {
+	if err := p.runtime(server); err != nil {
+		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("HTTP endpoints: %w", err)
+	if web != nil {
+		p.mount(web.Mux)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	return srv, ln.Addr(), nil
-}
-
-// serveMetrics serves /metrics on addr (empty: off) and says where on
-// stdout; the server is nil when off.
-func serveMetrics(env Env, addr string, p *processMetrics) (*http.Server, error) {
-	mux := http.NewServeMux()
-	p.mount(mux)
-	srv, a, err := serveHTTP(addr, mux)
-	if err == nil && srv != nil {
-		fmt.Fprintf(env.Stdout, "  metrics:  http://%s/metrics\n", a)
-	}
-	return srv, err
+	return nil
 }
 
 // newMasterMetrics is the registry of cellar master, whose server label
@@ -102,30 +87,6 @@ func newDemoMetrics() (*processMetrics, error) {
 		err = p.runtime("demo")
 	}
 	return p, err
-}
-
-// demoMux serves /metrics beside the demo's other HTTP endpoints.
-func demoMux(p *processMetrics, rest http.Handler) *http.ServeMux {
-	mux := http.NewServeMux()
-	p.mount(mux)
-	mux.Handle("/", rest)
-	return mux
-}
-
-// serveRoleMetrics adds the runtime's metrics under server, the
-// process's name, and serves /metrics on addr (empty: off).
-func serveRoleMetrics(env Env, addr string, p *processMetrics, server string) (*http.Server, error) {
-	if err := p.runtime(server); err != nil {
-		return nil, err
-	}
-	return serveMetrics(env, addr, p)
-}
-
-// closeHTTP stops an HTTP server serveHTTP started, if any.
-func closeHTTP(srv *http.Server) {
-	if srv != nil {
-		srv.Close()
-	}
 }
 
 // chubbyServer is a Chubby replica's server label.

@@ -31,7 +31,7 @@ func runTabletServer(args []string, env Env) int {
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
 	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
-	httpAddr := fs.String("http", "", "address of the HTTP endpoints (/metrics); empty: off")
+	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
 		return 2
@@ -72,14 +72,19 @@ func runTabletServer(args []string, env Env) int {
 	}
 	srv := role.srv
 	go srv.Serve(ln)
-	fmt.Fprintf(env.Stdout, "cellar tabletserver %s: %s serving on %s, registered as %s\n", env.Version, *id, addr, srv.Path())
-	fmt.Fprintf(env.Stdout, "  pid %s, dfs root %s\n", strconv.Itoa(os.Getpid()), *dfsRoot)
-	httpSrv, err := serveRoleMetrics(env, *httpAddr, pm, role.store.Name())
+	web, err := listenHTTP(*httpAddr, tabletServerStatus(env, pm.reg, role))
+	if err == nil {
+		err = pm.attach(web, role.store.Name())
+	}
 	if err != nil {
+		web.close(context.Background())
 		role.Close(context.Background())
 		return fail(env, "tabletserver", err)
 	}
-	defer closeHTTP(httpSrv)
+	defer web.close(context.Background())
+	fmt.Fprintf(env.Stdout, "cellar tabletserver %s: %s serving on %s, registered as %s\n", env.Version, *id, addr, srv.Path())
+	fmt.Fprintf(env.Stdout, "  pid %s, dfs root %s\n", strconv.Itoa(os.Getpid()), *dfsRoot)
+	fmt.Fprintf(env.Stdout, "  http:    %s\n", web.url())
 
 	select {
 	case <-ctx.Done():
