@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -295,7 +296,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	}
 	method := methodFor(c.srv.opts.Rules, c.nc.RemoteAddr(), c.user, c.database)
 	if err := c.runAuth(method, user); err != nil {
-		c.srv.opts.Logf("pgwire: authentication of %q from %v failed: %v", c.user, c.nc.RemoteAddr(), err)
+		c.srv.opts.Logger.Warn("authentication failed", slog.String("user", c.user), slog.String("remote", c.nc.RemoteAddr().String()), slog.Any("err", err))
 		return err
 	}
 	superuser := user != nil && user.Superuser || method == MethodTrust && user == nil

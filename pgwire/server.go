@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -54,8 +55,8 @@ type Options struct {
 	// IdleSessionTimeout closes connections idle outside a transaction
 	// this long (0: only the session's idle_session_timeout setting).
 	IdleSessionTimeout time.Duration
-	// Logf receives notable events.
-	Logf func(format string, args ...any)
+	// Logger receives notable events (nil: discarded).
+	Logger *slog.Logger
 }
 
 // Validate checks the options.
@@ -93,8 +94,8 @@ func (o Options) withDefaults() Options {
 	if o.AuthTimeout == 0 {
 		o.AuthTimeout = 10 * time.Second
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }

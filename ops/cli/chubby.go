@@ -33,9 +33,14 @@ func runChubby(args []string, env Env) int {
 	lease := fs.Duration("lease", 12*time.Second, "session lease granted by each KeepAlive")
 	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "chubby", err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar chubby: unexpected argument %q\n", pos[0])
@@ -53,7 +58,7 @@ func runChubby(args []string, env Env) int {
 	r := cell.New(cell.Options{
 		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen,
 		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt,
-		Logf: stampedLog(env),
+		Logger: log.With("role", "chubby", "replica", *id),
 	})
 	if err := r.Open(ctx); err != nil {
 		return fail(env, "chubby", err)
@@ -75,12 +80,6 @@ func closeReplicas(env Env, cmd string, rs ...*cell.Replica) int {
 		}
 	}
 	return code
-}
-
-func stampedLog(env Env) func(string, ...any) {
-	return func(format string, args ...any) {
-		fmt.Fprintf(env.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
-	}
 }
 
 // parsePeers reads "1=h:p/h:p,2=h:p/h:p".

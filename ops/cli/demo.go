@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -55,9 +56,14 @@ func runDemo(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse gateway connections that do not use TLS")
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "demo", err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar demo: unexpected argument %q\n", pos[0])
@@ -82,7 +88,7 @@ func runDemo(args []string, env Env) int {
 		},
 		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
 		TLSRequired: *tlsRequired,
-		Logf:        stampedLog(env),
+		Logger:      log.With("role", "gateway"),
 	}
 	if *tlsCert != "" || *tlsKey != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
@@ -104,12 +110,12 @@ func runDemo(args []string, env Env) int {
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 
-	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env)
+	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env, log)
 	if err != nil {
 		ln.Close()
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env)
+	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env, log)
 	if err != nil {
 		ln.Close()
 		closeReplicas(env, "demo", cellReplicas...)
@@ -189,7 +195,7 @@ func runDemo(args []string, env Env) int {
 // startDemoCell starts the demo's Chubby cell: replica i serves clients on
 // the port of addr plus i-1 and Raft 100 ports above that (free ports if
 // addr's port is 0). Its data lives under data/chubby/<id>.
-func startDemoCell(ctx context.Context, data, addr string, n int, env Env) ([]*cell.Replica, error) {
+func startDemoCell(ctx context.Context, data, addr string, n int, env Env, log *slog.Logger) ([]*cell.Replica, error) {
 	if n != 1 && n != 3 {
 		return nil, fmt.Errorf("-chubby-replicas %d: the demo runs a cell of 1 or 3 replicas", n)
 	}
@@ -232,7 +238,7 @@ func startDemoCell(ctx context.Context, data, addr string, n int, env Env) ([]*c
 		// A short grace: after a restart of the demo, the sessions of the
 		// previous run (whose processes are gone) lapse within seconds.
 		r := cell.New(cell.Options{Cell: DefaultCell, ReplicaID: id, Peers: peers, Grace: 5 * time.Second,
-			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logf: stampedLog(env)})
+			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logger: log.With("role", "chubby", "replica", id)})
 		if err := r.Open(ctx); err != nil {
 			closeReplicas(env, "demo", rs...)
 			return nil, fmt.Errorf("chubby replica %d: %w", id, err)
@@ -310,7 +316,7 @@ type demoRoles struct {
 // startDemoRoles registers the demo's tablet servers in the cell and
 // starts the master, all as clients of the cell over loopback, as the
 // separate processes would be.
-func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env, log *slog.Logger) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -318,7 +324,6 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 	svc := func(principal string) *coordlock.Service {
 		return &coordlock.Service{Client: client.Options{Addrs: addrs, Principal: principal}}
 	}
-	logf := stampedLog(env)
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	roles := &demoRoles{}
@@ -342,7 +347,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		// tablets recovered from their logs.
 		name := fmt.Sprintf("demo%d", i+1)
 		role, err := StartTabletServer(openCtx, svc("tabletserver:"+name), TabletServerConfig{Name: name, Addr: ln.Addr().String(),
-			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logf: logf})
+			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logger: log.With("role", "tabletserver")})
 		if err != nil {
 			ln.Close()
 			roles.closeServers(context.Background())
@@ -364,7 +369,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		roles.closeServers(context.Background())
 		return nil, fmt.Errorf("master: %w", err)
 	}
-	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf,
+	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logger: log.With("role", "master"),
 		FS: dfs.NewLocal(dfsRoot)})
 	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
 	if err := m.Open(openCtx); err != nil {

@@ -46,9 +46,14 @@ func runGateway(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the PostgreSQL gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_GATEWAY")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "gateway", err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar gateway: unexpected argument %q\n", pos[0])
@@ -69,7 +74,7 @@ func runGateway(args []string, env Env) int {
 		},
 		Users:       &pgwire.FileUsers{Path: *users},
 		TLSRequired: *tlsRequired,
-		Logf:        stampedLog(env),
+		Logger:      log.With("role", "gateway"),
 	}
 	if *tlsCert != "" || *tlsKey != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)

@@ -31,9 +31,14 @@ func runTabletServer(args []string, env Env) int {
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
 	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "tabletserver", err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar tabletserver: unexpected argument %q\n", pos[0])
@@ -45,7 +50,6 @@ func runTabletServer(args []string, env Env) int {
 	if err := os.MkdirAll(*dfsRoot, 0o755); err != nil {
 		return fail(env, "tabletserver", err)
 	}
-	logf := stampedLog(env)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fail(env, "tabletserver", err)
@@ -58,7 +62,7 @@ func runTabletServer(args []string, env Env) int {
 	svc := &coordlock.Service{Client: client.Options{Cell: *cellName, Addrs: splitList(*chubby), Principal: "tabletserver:" + *id, Secret: *secret}}
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	role, err := StartTabletServer(openCtx, svc, TabletServerConfig{Name: *id, Addr: addr, FS: dfs.NewLocal(*dfsRoot), SplitSize: *splitSize,
-		Logf: logf, OnFatal: func(err error) { fatal <- err }})
+		Logger: log.With("role", "tabletserver"), OnFatal: func(err error) { fatal <- err }})
 	cancel()
 	if err != nil {
 		ln.Close()
