@@ -50,6 +50,10 @@ func runChubby(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "chubby", err)
 	}
+	if code := badSettings(env, "chubby", checkAddr("listen", *listen, true), checkPositive("lease", *lease),
+		checkNotNegative("grace", int64(*grace)), checkPositive("rtt", *rtt)); code != 0 {
+		return code
+	}
 	if *data == "" {
 		*data = filepath.Join("cellar-data", fmt.Sprintf("chubby-%d", *id))
 	}

@@ -65,6 +65,11 @@ func runDemo(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "demo", err)
 	}
+	if code := badSettings(env, "demo", checkPath("data", *data), checkAddr("http", *httpAddr, false), checkAddr("chubby", *chubbyAddr, false),
+		checkAddr("tabletserver", *tsAddr, false), checkAddr("master", *masterAddr, false), checkAddr("pgwire", *pgAddr, false),
+		checkAddr("bigtable", *btAddr, true), checkPair("tls-cert", *tlsCert, "tls-key", *tlsKey)); code != 0 {
+		return code
+	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar demo: unexpected argument %q\n", pos[0])
 		return 2

@@ -55,6 +55,10 @@ func runGateway(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "gateway", err)
 	}
+	if code := badSettings(env, "gateway", checkAddrList("chubby", *chubby), checkAddr("pgwire", *pgAddr, true),
+		checkAddr("bigtable", *btAddr, true), checkPair("tls-cert", *tlsCert, "tls-key", *tlsKey)); code != 0 {
+		return code
+	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar gateway: unexpected argument %q\n", pos[0])
 		return 2

@@ -7,15 +7,17 @@ import (
 	"strings"
 )
 
-// processFlags are the -log-level and -log-format flags every server role
-// has. Each process makes one logger from them and passes it down, with
-// the role (and server) as attributes.
+// processFlags are the flags every server role has: -config (read by
+// parseFlags) and -log-level and -log-format. Each process makes one
+// logger from them and passes it down, with the role (and server) as
+// attributes.
 type processFlags struct {
 	level  *string
 	format *string
 }
 
 func addProcessFlags(fs *flag.FlagSet) processFlags {
+	fs.String("config", "", "file of settings, one \"name = value\" per line, named like the flags; flags and environment variables override it")
 	return processFlags{
 		level:  fs.String("log-level", "info", "least severe log records written to stderr: debug, info, warn or error"),
 		format: fs.String("log-format", "text", "log record format on stderr: text (key=value) or json"),

@@ -45,6 +45,10 @@ func runMaster(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "master", err)
 	}
+	if code := badSettings(env, "master", checkAddr("listen", *listen, false), checkAddr("rpc", *rpcAddr, false),
+		checkAddrList("chubby", *chubby), checkPositive("scan-interval", *scan), checkNotNegative("merge-size", *mergeSize)); code != 0 {
+		return code
+	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar master: unexpected argument %q\n", pos[0])
 		return 2

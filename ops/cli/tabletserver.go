@@ -40,6 +40,11 @@ func runTabletServer(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "tabletserver", err)
 	}
+	if code := badSettings(env, "tabletserver", checkPath("id", *id), checkAddr("listen", *listen, false),
+		checkAddr("advertise", *advertise, true), checkPath("dfs", *dfsRoot), checkAddrList("chubby", *chubby),
+		checkNotNegative("split-size", *splitSize)); code != 0 {
+		return code
+	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar tabletserver: unexpected argument %q\n", pos[0])
 		return 2
