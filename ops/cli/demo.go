@@ -81,6 +81,11 @@ func runDemo(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "cellar demo: -tabletservers %d: at least one is needed\n", *tsCount)
 		return 2
 	}
+	lock, err := lockDir(*data, "cellar demo")
+	if err != nil {
+		return fail(env, "demo", err)
+	}
+	defer lock.Close()
 	// The gateway: loopback connections of user cellar to database cellar
 	// are trusted; everyone else authenticates with SCRAM against the
 	// users of `cellar admin user add`. Its options are checked before
