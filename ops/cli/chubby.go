@@ -62,7 +62,7 @@ func runChubby(args []string, env Env) int {
 	r := cell.New(cell.Options{
 		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen,
 		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt,
-		Logger: log.With("role", "chubby", "replica", *id),
+		Logger: log.With("role", "chubby"),
 	})
 	if err := r.Open(ctx); err != nil {
 		return fail(env, "chubby", err)

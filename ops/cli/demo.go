@@ -248,7 +248,7 @@ func startDemoCell(ctx context.Context, data, addr string, n int, env Env, log *
 		// A short grace: after a restart of the demo, the sessions of the
 		// previous run (whose processes are gone) lapse within seconds.
 		r := cell.New(cell.Options{Cell: DefaultCell, ReplicaID: id, Peers: peers, Grace: 5 * time.Second,
-			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logger: log.With("role", "chubby", "replica", id)})
+			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logger: log.With("role", "chubby")})
 		if err := r.Open(ctx); err != nil {
 			closeReplicas(env, "demo", rs...)
 			return nil, fmt.Errorf("chubby replica %d: %w", id, err)

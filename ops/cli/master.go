@@ -76,7 +76,7 @@ func runMaster(args []string, env Env) int {
 	defer sess.Close(context.Background())
 	fatal := make(chan error, 1)
 	opts := master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
-		ScanInterval: *scan, Logger: log.With("role", "master", "server", *rpcAddr), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance}
+		ScanInterval: *scan, Logger: log.With("role", "master"), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance}
 	if *dfsRoot != "" {
 		opts.FS = dfs.NewLocal(*dfsRoot)
 	}
