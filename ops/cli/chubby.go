@@ -70,7 +70,11 @@ func runChubby(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "cellar chubby %s: replica %d of cell %q (%d replicas)\n", env.Version, *id, *cellName, len(peers))
 	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), peers[*id].RaftAddr, *data)
 	<-ctx.Done()
-	return closeReplicas(env, "chubby", r)
+	if code := closeReplicas(env, "chubby", r); code != 0 {
+		return code
+	}
+	fmt.Fprintln(env.Stdout, "stopped cleanly")
+	return 0
 }
 
 // closeReplicas stops replicas, giving them 30 s.
