@@ -53,11 +53,12 @@ type conn struct {
 	mu       sync.Mutex
 	cancelFn context.CancelFunc // of the running statement
 	closing  atomic.Bool
+	// deadlineSet: a read deadline is armed (an idle timeout, or the
+	// server's drain). Guarded by mu, which drain also takes.
+	deadlineSet bool
 
 	pending  int // bytes sent since the last flush
 	skipping bool
-	// deadlineSet: an idle timeout's read deadline is armed.
-	deadlineSet bool
 	stmts       map[string]*prepared
 	portals     map[string]*portal
 
@@ -465,7 +466,18 @@ func (c *conn) cancelStatement() {
 	}
 }
 
-// shutdown ends the connection from another goroutine (server Close).
+// drain ends the connection once it is idle: at once if it waits for a
+// message, else after its running statement (server Close).
+func (c *conn) drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+	c.deadlineSet = true
+}
+
+// shutdown ends the connection from another goroutine, cancelling its
+// running statement (server Close, when its time is up).
 func (c *conn) shutdown() {
 	c.closing.Store(true)
 	c.cancelStatement()

@@ -180,8 +180,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// Close stops accepting, tells every session that the server shuts down
-// (57P01), and waits for them under ctx.
+// Close stops accepting and drains: idle sessions end at once and
+// running statements finish, each session then told that the server
+// shuts down (57P01). When ctx ends first, the statements still running
+// are cancelled and Close returns ctx's error.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -189,7 +191,7 @@ func (s *Server) Close(ctx context.Context) error {
 		ln.Close()
 	}
 	for c := range s.conns {
-		c.shutdown()
+		c.drain()
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -198,8 +200,13 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.shutdown()
+	}
+	s.mu.Unlock()
+	return ctx.Err()
 }
 
 // register gives a connection its process id and secret key.
