@@ -59,8 +59,8 @@ type conn struct {
 
 	pending  int // bytes sent since the last flush
 	skipping bool
-	stmts       map[string]*prepared
-	portals     map[string]*portal
+	stmts    map[string]*prepared
+	portals  map[string]*portal
 
 	// Reused for each DataRow: Send encodes a message at once, so its
 	// memory is free again when Send returns.
