@@ -46,6 +46,7 @@ func runGateway(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the PostgreSQL gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long running statements and calls may take to finish before they are cancelled")
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_GATEWAY")
 	if err != nil {
@@ -56,7 +57,7 @@ func runGateway(args []string, env Env) int {
 		return fail(env, "gateway", err)
 	}
 	if code := badSettings(env, "gateway", checkAddrList("chubby", *chubby), checkAddr("pgwire", *pgAddr, true),
-		checkAddr("bigtable", *btAddr, true), checkPair("tls-cert", *tlsCert, "tls-key", *tlsKey)); code != 0 {
+		checkAddr("bigtable", *btAddr, true), checkPair("tls-cert", *tlsCert, "tls-key", *tlsKey), checkPositive("drain-timeout", *drain)); code != 0 {
 		return code
 	}
 	if len(pos) > 0 {
@@ -132,7 +133,7 @@ func runGateway(args []string, env Env) int {
 
 	<-ctx.Done()
 	fmt.Fprintln(env.Stdout, "\nstopping...")
-	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	shut, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
 	var errs []error
 	if pg != nil {
