@@ -2,10 +2,12 @@ package tests
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -13,7 +15,7 @@ import (
 // TestDemoLocksItsDataDirectory: a second cellar demo on the same data
 // directory exits at once with an error that names the holder, before it
 // opens anything; the lock dies with its process, so after a kill -9 the
-// next demo starts.
+// next demo starts. SIGTERM stops it cleanly.
 func TestDemoLocksItsDataDirectory(t *testing.T) {
 	bin := buildCellar(t)
 	data := t.TempDir()
@@ -41,5 +43,10 @@ func TestDemoLocksItsDataDirectory(t *testing.T) {
 	if code, body := third.get(t, "/healthz"); code != 200 || body != "ok" {
 		t.Fatalf("/healthz of the demo after the crash: %d %q", code, body)
 	}
-	third.stop(t)
+	// SIGTERM stops the demo as cleanly as Ctrl-C.
+	third.cmd.Process.Signal(syscall.SIGTERM)
+	rest, _ := io.ReadAll(third.lines)
+	if err := third.cmd.Wait(); err != nil || !strings.Contains(string(rest), "stopped cleanly") {
+		t.Fatalf("after SIGTERM: %v\n%s\nstderr: %s", err, rest, third.stderr.String())
+	}
 }
