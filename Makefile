@@ -16,6 +16,16 @@ build:
 run: build
 	./$(BIN) demo
 
+# cluster starts a multi-process cluster on loopback (3 Chubby replicas,
+# 2 masters, 3 tablet servers, a gateway) under ./cellar-cluster; it keeps
+# running until "make cluster-down". See docs/operations.md.
+.PHONY: cluster cluster-down
+cluster: build
+	./$(BIN) cluster up
+
+cluster-down: build
+	./$(BIN) cluster down
+
 # test runs the linters, then every test with the race detector. Long
 # randomized, crash and fuzz runs are in "make soak".
 test: deps lint

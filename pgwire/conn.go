@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -53,13 +54,14 @@ type conn struct {
 	cancelFn context.CancelFunc // of the running statement
 	act      activity
 	closing  atomic.Bool
+	// deadlineSet: a read deadline is armed (an idle timeout, or the
+	// server's drain). Guarded by mu, which drain also takes.
+	deadlineSet bool
 
 	pending  int // bytes sent since the last flush
 	skipping bool
-	// deadlineSet: an idle timeout's read deadline is armed.
-	deadlineSet bool
-	stmts       map[string]*prepared
-	portals     map[string]*portal
+	stmts    map[string]*prepared
+	portals  map[string]*portal
 
 	// Reused for each DataRow: Send encodes a message at once, so its
 	// memory is free again when Send returns.
@@ -297,7 +299,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	}
 	method := methodFor(c.srv.opts.Rules, c.nc.RemoteAddr(), c.user, c.database)
 	if err := c.runAuth(method, user); err != nil {
-		c.srv.opts.Logf("pgwire: authentication of %q from %v failed: %v", c.user, c.nc.RemoteAddr(), err)
+		c.srv.opts.Logger.Warn("authentication failed", slog.String("user", c.user), slog.String("remote", c.nc.RemoteAddr().String()), slog.Any("err", err))
 		return err
 	}
 	superuser := user != nil && user.Superuser || method == MethodTrust && user == nil
@@ -466,7 +468,18 @@ func (c *conn) cancelStatement() {
 	}
 }
 
-// shutdown ends the connection from another goroutine (server Close).
+// drain ends the connection once it is idle: at once if it waits for a
+// message, else after its running statement (server Close).
+func (c *conn) drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+	c.deadlineSet = true
+}
+
+// shutdown ends the connection from another goroutine, cancelling its
+// running statement (server Close, when its time is up).
 func (c *conn) shutdown() {
 	c.closing.Store(true)
 	c.cancelStatement()

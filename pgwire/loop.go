@@ -27,10 +27,12 @@ func (c *conn) loop() {
 			c.receiveFailed(err)
 			return
 		}
+		c.mu.Lock()
 		if c.deadlineSet {
 			c.nc.SetReadDeadline(time.Time{}) // a statement may read (COPY) for long
 			c.deadlineSet = false
 		}
+		c.mu.Unlock()
 		if c.skipping {
 			switch msg.(type) {
 			case *pgproto3.Sync, *pgproto3.Terminate:
@@ -95,7 +97,13 @@ func (c *conn) setIdleDeadline() {
 			d = s
 		}
 	}
-	if d > 0 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing.Load() {
+		// The server drains: an idle connection ends now.
+		c.nc.SetReadDeadline(time.Now())
+		c.deadlineSet = true
+	} else if d > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(d))
 		c.deadlineSet = true
 	} else if c.deadlineSet {

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -54,8 +55,8 @@ type Options struct {
 	// IdleSessionTimeout closes connections idle outside a transaction
 	// this long (0: only the session's idle_session_timeout setting).
 	IdleSessionTimeout time.Duration
-	// Logf receives notable events.
-	Logf func(format string, args ...any)
+	// Logger receives notable events (nil: discarded).
+	Logger *slog.Logger
 	// StatementDone, if set, hears of every statement run: its type
 	// (query.Statement.Type), how long it ran and its error (nil on
 	// success). It runs on the connection's goroutine and must not block.
@@ -99,8 +100,8 @@ func (o Options) withDefaults() Options {
 	if o.AuthTimeout == 0 {
 		o.AuthTimeout = 10 * time.Second
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -188,8 +189,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// Close stops accepting, tells every session that the server shuts down
-// (57P01), and waits for them under ctx.
+// Close stops accepting and drains: idle sessions end at once and
+// running statements finish, each session then told that the server
+// shuts down (57P01). When ctx ends first, the statements still running
+// are cancelled and Close returns ctx's error.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -197,7 +200,7 @@ func (s *Server) Close(ctx context.Context) error {
 		ln.Close()
 	}
 	for c := range s.conns {
-		c.shutdown()
+		c.drain()
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -206,8 +209,13 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.shutdown()
+	}
+	s.mu.Unlock()
+	return ctx.Err()
 }
 
 // register gives a connection its process id and secret key.

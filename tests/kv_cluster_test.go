@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"path/filepath"
@@ -84,7 +85,7 @@ func newKVCluster(t *testing.T, cfg kvClusterConfig) *kvCluster {
 	}
 	c.master = master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: c.svc("master"), Session: msess},
 		ScanInterval: 100 * time.Millisecond, FS: dfs.NewLocal(c.dfsRoot), GCEvery: max(cfg.gcEvery, 1), MergeSize: cfg.mergeSize,
-		NoBalance: cfg.noBalance, Logf: t.Logf})
+		NoBalance: cfg.noBalance, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err := c.master.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func (c *kvCluster) startServer(name string) *cli.TabletServer {
 		c.t.Fatal(err)
 	}
 	ts, err := cli.StartTabletServer(ctx, c.svc("tabletserver:"+name), cli.TabletServerConfig{Name: name, Addr: ln.Addr().String(),
-		FS: dfs.NewLocal(c.dfsRoot), SplitSize: c.cfg.splitSize, MemtableSize: c.cfg.memtableSize, Logf: c.t.Logf})
+		FS: dfs.NewLocal(c.dfsRoot), SplitSize: c.cfg.splitSize, MemtableSize: c.cfg.memtableSize, Logger: slog.New(slog.NewTextHandler(c.t.Output(), nil))})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -389,7 +389,7 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 	}
 	// Serving intervals, from the servers' logs: the paused server stopped
 	// serving (its lease ended) before the tablet was loaded elsewhere.
-	since := regexp.MustCompile(`not serving since (\d\d:\d\d:\d\d\.\d\d\d)`).FindSubmatch(victimLog)
+	since := regexp.MustCompile(`msg="lost its lock; not serving" .*since=(\S+)`).FindSubmatch(victimLog)
 	if since == nil {
 		t.Fatalf("the paused server logged no end of serving:\n%s", victimLog)
 	}
@@ -398,7 +398,7 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 		if s == victim {
 			continue
 		}
-		if m := regexp.MustCompile(`(\d\d:\d\d:\d\d\.\d\d\d) tabletserver \S+: loaded tablet \d+ .* of "t" \(recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
+		if m := regexp.MustCompile(`time=(\S+) level=INFO msg="loaded tablet" .* table=t event="recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
 			loadedAt = string(m[1])
 		}
 	}

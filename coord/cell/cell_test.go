@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -63,7 +64,7 @@ func newTestCell(t testing.TB, n int, opts func(*cell.Options)) *testCell {
 
 func (tc *testCell) start(id uint64) {
 	o := cell.Options{Cell: tc.name, ReplicaID: id, Peers: tc.peers, Dir: tc.dirs[id], RTT: 10 * time.Millisecond,
-		Lease: 2 * time.Second, Grace: 4 * time.Second, Logf: tc.t.Logf}
+		Lease: 2 * time.Second, Grace: 4 * time.Second, Logger: slog.New(slog.NewTextHandler(tc.t.Output(), nil))}
 	if tc.opts != nil {
 		tc.opts(&o)
 	}

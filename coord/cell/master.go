@@ -3,6 +3,7 @@ package cell
 import (
 	"context"
 	"crypto/hmac"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -170,7 +171,7 @@ func (m *master) run() {
 			go func(s *liveSession) {
 				defer m.wg.Done()
 				if err := m.endSession(m.ctx, s.id, true); err != nil {
-					m.r.opts.Logf("cell %s: expiring session %d: %v", m.r.opts.Cell, s.id, err)
+					m.r.opts.Logger.Warn("expiring session failed", slog.String("cell", m.r.opts.Cell), slog.Uint64("session", s.id), slog.Any("err", err))
 					m.mu.Lock()
 					s.expiring = false // try again on a later tick
 					m.mu.Unlock()

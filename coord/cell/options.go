@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/cellardb/cellar/coord"
@@ -51,8 +52,8 @@ type Options struct {
 	Clock func() time.Time
 	// Rand supplies the secret behind check digits at bootstrap.
 	Rand io.Reader
-	// Logf, if set, receives the replica's notable events.
-	Logf func(format string, args ...any)
+	// Logger receives the replica's notable events (nil: discarded).
+	Logger *slog.Logger
 	// KeepAlive, if set, hears how long each KeepAlive this replica
 	// answered as master took, without the time it held the call waiting
 	// for news (up to most of a lease, by design): what remains is the
@@ -84,8 +85,8 @@ func (o Options) Defaults() Options {
 	if o.Rand == nil {
 		o.Rand = rand.Reader
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -276,7 +277,7 @@ func (r *Replica) watchLeadership() {
 			cur = newMaster(r)
 			go r.startMaster(cur)
 		case !leading && cur != nil:
-			r.opts.Logf("cell %s replica %d: no longer master (epoch %d)", r.opts.Cell, r.opts.ReplicaID, cur.epoch)
+			r.opts.Logger.Info("no longer master", slog.String("cell", r.opts.Cell), slog.Uint64("replica", r.opts.ReplicaID), slog.Uint64("epoch", cur.epoch))
 			r.mu.Lock()
 			if r.master == cur {
 				r.master = nil
@@ -298,14 +299,14 @@ func (r *Replica) startMaster(m *master) {
 			r.mu.Lock()
 			r.master = m
 			r.mu.Unlock()
-			r.opts.Logf("cell %s replica %d: master for epoch %d", r.opts.Cell, r.opts.ReplicaID, m.epoch)
+			r.opts.Logger.Info("master for epoch", slog.String("cell", r.opts.Cell), slog.Uint64("replica", r.opts.ReplicaID), slog.Uint64("epoch", m.epoch))
 			m.run()
 			return
 		}
 		// A new leader's shard is often not ready for a few RTTs; only a
 		// take-over that keeps failing is news.
 		if attempt%10 == 0 {
-			r.opts.Logf("cell %s replica %d: take-over failed %d times, retrying: %v", r.opts.Cell, r.opts.ReplicaID, attempt, err)
+			r.opts.Logger.Warn("take-over failed, retrying", slog.String("cell", r.opts.Cell), slog.Uint64("replica", r.opts.ReplicaID), slog.Int("attempts", attempt), slog.Any("err", err))
 		}
 		select {
 		case <-m.ctx.Done():

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -67,8 +68,8 @@ type Options struct {
 	Grace time.Duration
 	// OnEvent, if set, receives every event, one at a time, in order.
 	OnEvent func(Event)
-	// Logf, if set, receives notable events of the library.
-	Logf func(format string, args ...any)
+	// Logger receives notable events of the library (nil: discarded).
+	Logger *slog.Logger
 	// Dialer, if set, makes the connections to replicas (for proxies and
 	// for tests that cut a client off).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
@@ -148,8 +149,8 @@ func New(opts Options) *Client {
 	if opts.Principal == "" {
 		opts.Principal = "anonymous"
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxIdleHandles == 0 {
 		opts.MaxIdleHandles = 64

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -458,7 +459,7 @@ func (h *Handle) conflict() {
 			}
 		}()
 		if err := h.releaseCached(ctx); err != nil {
-			h.c.opts.Logf("cell %s: giving up the cached lock on %s: %v", h.c.opts.Cell, h.name, err)
+			h.c.opts.Logger.Warn("giving up the cached lock failed", slog.String("cell", h.c.opts.Cell), slog.String("path", h.name), slog.Any("err", err))
 		}
 	}()
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"google.golang.org/grpc"
@@ -88,7 +89,7 @@ func (c *Client) lapse() bool {
 		c.flushLocked()
 		c.setState(stateJeopardy)
 		c.mu.Unlock()
-		c.opts.Logf("cell %s session %d: jeopardy", c.opts.Cell, c.session.Id)
+		c.opts.Logger.Warn("session in jeopardy", slog.String("cell", c.opts.Cell), slog.Uint64("session", c.session.Id))
 		c.emit(Event{Type: coord.EventJeopardy})
 		return true
 	case c.state == stateJeopardy && !now.Before(c.jeopardyAt.Add(c.opts.Grace)):
@@ -111,7 +112,7 @@ func (c *Client) expire() {
 	c.idle, c.idleByID = map[idleKey][]*pb.HandleRef{}, map[uint64]idleKey{}
 	c.setState(stateExpired)
 	c.mu.Unlock()
-	c.opts.Logf("cell %s session %d: expired", c.opts.Cell, c.session.Id)
+	c.opts.Logger.Error("session expired", slog.String("cell", c.opts.Cell), slog.Uint64("session", c.session.Id))
 	c.emit(Event{Type: coord.EventSessionExpired})
 }
 
@@ -170,7 +171,7 @@ func (c *Client) answer(sent time.Time, resp *pb.KeepAliveResponse) {
 	}
 	c.mu.Unlock()
 	if wasJeopardy {
-		c.opts.Logf("cell %s session %d: safe again", c.opts.Cell, c.session.Id)
+		c.opts.Logger.Info("session safe again", slog.String("cell", c.opts.Cell), slog.Uint64("session", c.session.Id))
 		c.emit(Event{Type: coord.EventSafe})
 	}
 	for _, e := range events {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -92,7 +94,7 @@ func (a AdminServer) ReportSplit(ctx context.Context, req *masterpb.ReportSplitR
 	if _, err := a.M.refresh(ctx, req.Server); err != nil {
 		return nil, asStatus(err)
 	}
-	a.M.event(EventSplit, "master: server %s split a tablet of %q at %q", req.Server, req.Table, req.Split)
+	a.M.event(EventSplit, slog.LevelInfo, "server split a tablet", slog.String("server", req.Server), slog.String("table", req.Table), slog.String("split", fmt.Sprintf("%q", req.Split)))
 	return &masterpb.ReportSplitResponse{}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 
@@ -138,7 +139,7 @@ func (m *Master) reconcile(ctx context.Context) (bool, []*model.TabletDescriptor
 	}
 	root, err := model.ParseRootFile(data)
 	if err != nil {
-		m.opts.Logf("master: %v", err)
+		m.opts.Logger.Warn("assignment", slog.Any("err", err))
 		return false, nil
 	}
 	if root.Table == "" && len(root.End) == 0 && len(root.Files) == 0 && root.Server == "" {
@@ -154,7 +155,7 @@ func (m *Master) reconcile(ctx context.Context) (bool, []*model.TabletDescriptor
 	for _, part := range []model.RowRange{{End: model.MetaRootEnd}, {Start: model.MetaRootEnd}} {
 		rows, damaged, err := m.metaRows(ctx, part)
 		if err != nil {
-			m.opts.Logf("master: read METADATA %v: %v", part, err)
+			m.opts.Logger.Warn("read METADATA failed", slog.Any("part", part), slog.Any("err", err))
 			return false, all
 		}
 		if damaged {
@@ -185,7 +186,7 @@ func (m *Master) metaRows(ctx context.Context, part model.RowRange) (rows []*mod
 		if err != nil {
 			// Assign the rest, but the round stays incomplete: the GC
 			// must not run without the damaged row's files.
-			m.opts.Logf("master: %v", err)
+			m.opts.Logger.Warn("assignment", slog.Any("err", err))
 			damaged = true
 			continue
 		}
@@ -222,7 +223,7 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 	key := tabletKey(table, d.Start, d.End)
 	schema, exists, err := m.roundSchema(ctx, v, table)
 	if err != nil {
-		m.opts.Logf("master: schema of %q: %v", table, err)
+		m.opts.Logger.Warn("read schema failed", slog.String("table", table), slog.Any("err", err))
 		return false
 	}
 	exact, overlap := v.lookup(table, rng)
@@ -237,7 +238,7 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 		return true
 	}
 	if overlap {
-		m.opts.Logf("master: tablet %v of %q overlaps a served tablet; waiting for its server to finish a split or merge", rng, table)
+		m.opts.Logger.Info("tablet overlaps a served tablet; waiting for its server to finish a split or merge", slog.Any("range", rng), slog.String("table", table))
 		return false
 	}
 	recover := false
@@ -279,7 +280,7 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 	if recover {
 		p, err := m.partition(ctx, v, d.Server)
 		if err != nil {
-			m.opts.Logf("master: partition the log of dead server %s: %v", d.Server, err)
+			m.opts.Logger.Warn("partition the log of a dead server failed", slog.String("server", d.Server), slog.Any("err", err))
 			return false
 		}
 		if p.tablets[d.LogTablet] {
@@ -290,10 +291,10 @@ func (m *Master) ensureServed(ctx context.Context, v *served, d *model.TabletDes
 		event = "reassigned from " + d.Server
 	}
 	if err := m.load(ctx, v.addr[target], schema, d, replay, event); err != nil {
-		m.opts.Logf("master: load tablet %v of %q on %s: %v", rng, table, target, err)
+		m.opts.Logger.Warn("load tablet failed", slog.Any("range", rng), slog.String("table", table), slog.String("server", target), slog.Any("err", err))
 		return false
 	}
-	m.event(EventAssign, "master: tablet %v of %q loaded on %s (%s)", rng, table, target, event)
+	m.event(EventAssign, slog.LevelInfo, "tablet loaded", slog.Any("range", rng), slog.String("table", table), slog.String("server", target), slog.Any("event", event))
 	v.add(table, rng, target, 0, 0)
 	v.load[target]++
 	m.mu.Lock()
@@ -344,10 +345,10 @@ func (m *Master) dropServed(ctx context.Context, v *served, table, server string
 		return
 	}
 	if _, err := cli.DropTable(ctx, &pb.DropTableRequest{Table: table}); err != nil {
-		m.opts.Logf("master: drop deleted table %q on %s: %v", table, server, err)
+		m.opts.Logger.Warn("drop deleted table failed", slog.String("table", table), slog.String("server", server), slog.Any("err", err))
 		return
 	}
-	m.opts.Logf("master: server %s still served deleted table %q; dropped", server, table)
+	m.opts.Logger.Info("server still served a deleted table; dropped", slog.String("server", server), slog.String("table", table))
 }
 
 // dropRow removes the row of a tablet of a deleted table.
@@ -357,7 +358,7 @@ func (m *Master) dropRow(ctx context.Context, d *model.TabletDescriptor) {
 	}
 	mut := &model.RowMutation{Row: model.MetaKey(d.Table, d.End), Mutations: []model.Mutation{model.DeleteRow()}}
 	if err := m.kv().Apply(ctx, client.MetaTable, mut); err != nil {
-		m.opts.Logf("master: remove the row of a tablet of deleted table %q: %v", d.Table, err)
+		m.opts.Logger.Warn("remove the row of a tablet of a deleted table failed", slog.String("table", d.Table), slog.Any("err", err))
 	}
 }
 
@@ -413,6 +414,6 @@ func (m *Master) partition(ctx context.Context, v *served, dead string) (*partit
 	m.mu.Lock()
 	m.partitions[dead] = p
 	m.mu.Unlock()
-	m.event(EventRecovery, "master: the log of dead server %s is partitioned by %s into %d tablets", dead, target, len(resp.Tablets))
+	m.event(EventRecovery, slog.LevelInfo, "the log of a dead server is partitioned", slog.String("dead", dead), slog.String("server", target), slog.Int("tablets", len(resp.Tablets)))
 	return p, nil
 }

@@ -1,7 +1,9 @@
 package master
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -52,10 +54,14 @@ func (r *eventRing) list() []Event {
 }
 
 // event logs a notable event and keeps it for Events.
-func (m *Master) event(kind, format string, args ...any) {
-	text := fmt.Sprintf(format, args...)
-	m.opts.Logf("%s", text)
-	e := Event{Time: m.opts.Clock(), Kind: kind, Text: strings.TrimPrefix(text, "master: ")}
+func (m *Master) event(kind string, level slog.Level, msg string, attrs ...slog.Attr) {
+	m.opts.Logger.LogAttrs(context.Background(), level, msg, attrs...)
+	var b strings.Builder
+	b.WriteString(msg)
+	for _, a := range attrs {
+		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value)
+	}
+	e := Event{Time: m.opts.Clock(), Kind: kind, Text: b.String()}
 	m.evMu.Lock()
 	m.events.add(e, m.opts.MaxEvents)
 	m.evMu.Unlock()

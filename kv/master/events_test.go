@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -25,12 +26,12 @@ func TestEventsRecordActivationDeathAndKeepTheNewest(t *testing.T) {
 		t.Fatal("not active after Open")
 	}
 	ev := m.Events()
-	if len(ev) != 2 || ev[0].Kind != EventMaster || ev[1].Kind != EventDeath || !strings.Contains(ev[1].Text, "server b is dead") ||
+	if len(ev) != 2 || ev[0].Kind != EventMaster || ev[1].Kind != EventDeath || !strings.Contains(ev[1].Text, "server is dead") || !strings.Contains(ev[1].Text, "server=b") ||
 		!ev[0].Time.Equal(at) || strings.HasPrefix(ev[1].Text, "master: ") {
 		t.Fatalf("events: %+v", ev)
 	}
 	for i := range 4 {
-		m.event(EventMove, "master: move %d", i)
+		m.event(EventMove, slog.LevelInfo, fmt.Sprintf("move %d", i))
 	}
 	ev = m.Events()
 	var texts []string

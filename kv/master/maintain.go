@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	iofs "io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,11 +99,11 @@ func (m *Master) mergeSmall(ctx context.Context) bool {
 				return false
 			}
 			if _, err := cli.MergeTablets(ctx, &pb.MergeTabletsRequest{Table: a.Table, A: a.Id, B: b.Id}); err != nil {
-				m.opts.Logf("master: merge tablets %d and %d of %q on %s: %v", a.Id, b.Id, a.Table, s.ID, err)
+				m.opts.Logger.Warn("merge tablets failed", slog.Uint64("tablet", a.Id), slog.Uint64("next", b.Id), slog.String("table", a.Table), slog.String("server", s.ID), slog.Any("err", err))
 				return false
 			}
-			m.event(EventMerge, "master: merged tablets [%q,%q) and [%q,%q) of %q on %s", a.Range.GetStart(), a.Range.GetEnd(),
-				b.Range.GetStart(), b.Range.GetEnd(), a.Table, s.ID)
+			m.event(EventMerge, slog.LevelInfo, "merged tablets", slog.String("first", fmt.Sprintf("[%q,%q)", a.Range.GetStart(), a.Range.GetEnd())),
+				slog.String("second", fmt.Sprintf("[%q,%q)", b.Range.GetStart(), b.Range.GetEnd())), slog.String("table", a.Table), slog.String("server", s.ID))
 			m.refresh(ctx, s.ID)
 			return true
 		}
@@ -140,7 +142,7 @@ func (m *Master) balance(ctx context.Context) bool {
 		return false
 	}
 	if err := m.Move(ctx, from, to, pick); err != nil {
-		m.opts.Logf("master: move tablet %d of %q from %s to %s: %v", pick.Id, pick.Table, from.ID, to.ID, err)
+		m.opts.Logger.Warn("move tablet failed", slog.Uint64("tablet", pick.Id), slog.String("table", pick.Table), slog.String("from", from.ID), slog.String("to", to.ID), slog.Any("err", err))
 		return false
 	}
 	return true
@@ -175,7 +177,7 @@ func (m *Master) Move(ctx context.Context, from, to Server, t *pb.TabletInfo) er
 		return err // reconcile loads it after missingScans scans
 	}
 	m.refresh(ctx, to.ID)
-	m.event(EventMove, "master: moved tablet [%q,%q) of %q from %s to %s", t.Range.GetStart(), t.Range.GetEnd(), table, from.ID, to.ID)
+	m.event(EventMove, slog.LevelInfo, "moved tablet", slog.String("range", fmt.Sprintf("[%q,%q)", t.Range.GetStart(), t.Range.GetEnd())), slog.String("table", table), slog.String("from", from.ID), slog.String("to", to.ID))
 	return nil
 }
 
@@ -217,7 +219,7 @@ func (m *Master) collect(ctx context.Context, descs []*model.TabletDescriptor, l
 		}
 		resp, err := cli.ListFiles(ctx, &pb.ListFilesRequest{})
 		if err != nil {
-			m.opts.Logf("master: file GC skipped: server %s did not list its files: %v", server, err)
+			m.opts.Logger.Warn("file GC skipped: a server did not list its files", slog.String("server", server), slog.Any("err", err))
 			return
 		}
 		for _, p := range resp.Paths {
@@ -227,7 +229,7 @@ func (m *Master) collect(ctx context.Context, descs []*model.TabletDescriptor, l
 	sstRoot := dfs.Join(root, "sst")
 	owners, err := fs.List(sstRoot)
 	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		m.opts.Logf("master: file GC: list %s: %v", sstRoot, err)
+		m.opts.Logger.Warn("file GC: list failed", slog.String("dir", sstRoot), slog.Any("err", err))
 		return
 	}
 	deleted := 0
@@ -271,7 +273,7 @@ func (m *Master) collect(ctx context.Context, descs []*model.TabletDescriptor, l
 		m.mu.Unlock()
 	}
 	if deleted > 0 {
-		m.opts.Logf("master: file GC deleted %d SSTables no tablet uses", deleted)
+		m.opts.Logger.Info("file GC deleted SSTables no tablet uses", slog.Int("deleted", deleted))
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -88,8 +89,8 @@ type Options struct {
 	// MaxMisses is how many scans in a row a locked server may fail to
 	// answer before the master tries to take its lock.
 	MaxMisses int
-	// Logf receives notable events.
-	Logf func(format string, args ...any)
+	// Logger receives notable events (nil: discarded).
+	Logger *slog.Logger
 	// OnFatal is called once when the master must stop (it lost its lock).
 	OnFatal func(error)
 	// FS and DFSRoot are the shared file system the tablet servers use;
@@ -123,8 +124,8 @@ func (o Options) withDefaults() Options {
 	if o.GCEvery == 0 {
 		o.GCEvery = 30
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.OnFatal == nil {
 		o.OnFatal = func(error) {}
@@ -207,7 +208,7 @@ func (m *Master) Open(ctx context.Context) error {
 	m.mu.Lock()
 	m.lock = l
 	m.mu.Unlock()
-	m.event(EventMaster, "master %s: active", m.opts.Addr)
+	m.event(EventMaster, slog.LevelInfo, "master active", slog.String("addr", m.opts.Addr))
 	// Scan once before Open returns, so that the master starts from what
 	// the servers serve (the paper's start-up steps 1 and 2).
 	m.scan(ctx)
@@ -228,7 +229,7 @@ func (m *Master) run(l Lock) {
 		case <-m.stop:
 			return
 		case <-l.Lost():
-			m.event(EventMaster, "master %s: lost the master lock; stopping", m.opts.Addr)
+			m.event(EventMaster, slog.LevelError, "lost the master lock; stopping", slog.String("addr", m.opts.Addr))
 			m.opts.OnFatal(errors.New("master: lost the master lock"))
 			return
 		case <-t.C:
@@ -264,7 +265,7 @@ func (m *Master) scan(ctx context.Context) {
 	dir := m.opts.Dir + "/servers"
 	files, err := m.opts.Coord.List(ctx, dir)
 	if err != nil {
-		m.opts.Logf("master: list %s: %v", dir, err)
+		m.opts.Logger.Warn("list failed", slog.String("dir", dir), slog.Any("err", err))
 		return
 	}
 	seen := map[string]bool{}
@@ -283,14 +284,14 @@ func (m *Master) scan(ctx context.Context) {
 			if err == nil || misses < m.opts.MaxMisses {
 				continue
 			}
-			m.opts.Logf("master: server %s at %s did not answer %d times: %v", f.Name, s.Addr, misses, err)
+			m.opts.Logger.Warn("server did not answer", slog.String("server", f.Name), slog.String("addr", s.Addr), slog.Int("misses", misses), slog.Any("err", err))
 		}
 		// Unlocked, or locked but silent: the server is dead only if the
 		// master can take its lock, which proves the lock service is
 		// reachable and the server's session is gone.
 		deleted, err := m.opts.Coord.TakeAndDelete(ctx, dir+"/"+f.Name)
 		if err != nil {
-			m.opts.Logf("master: take the lock of server %s: %v", f.Name, err)
+			m.opts.Logger.Warn("take the lock of a server failed", slog.String("server", f.Name), slog.Any("err", err))
 			continue
 		}
 		if deleted {
@@ -337,7 +338,7 @@ func (m *Master) bury(id string) {
 	if s != nil {
 		n = len(s.Tablets)
 	}
-	m.event(EventDeath, "master: server %s is dead; its file is deleted and its %d tablets are unassigned", id, n)
+	m.event(EventDeath, slog.LevelInfo, "server is dead; its file is deleted and its tablets are unassigned", slog.String("server", id), slog.Int("tablets", n))
 }
 
 func (m *Master) stub(addr string) (pb.TabletServerClient, error) {

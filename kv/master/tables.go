@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -94,7 +95,7 @@ func (m *Master) ensureMetadata(ctx context.Context) error {
 	if _, err := m.createTablets(ctx, server, client.MetaTable, model.MetaSchema(), [][]byte{model.MetaRootEnd}); err != nil {
 		return err
 	}
-	m.opts.Logf("master: METADATA created on server %s; the root tablet is at %s", server.ID, server.Addr)
+	m.opts.Logger.Info("METADATA created; the root tablet is on this server", slog.String("server", server.ID), slog.String("addr", server.Addr))
 	m.refresh(ctx, server.ID)
 	return nil
 }
@@ -133,7 +134,7 @@ func (m *Master) CreateTable(ctx context.Context, table string, schema model.Sch
 		// Undo: without its schema the table does not exist, and reconcile
 		// drops the rows of any tablet the server recorded before failing.
 		if derr := m.opts.Coord.DeleteFile(ctx, schemaFile); derr != nil {
-			m.opts.Logf("master: remove the schema of %q after a failed create: %v", table, derr)
+			m.opts.Logger.Warn("remove the schema after a failed create", slog.String("table", table), slog.Any("err", derr))
 		}
 		if cli, serr := m.stub(server.Addr); serr == nil {
 			cli.DropTable(ctx, &pb.DropTableRequest{Table: table})
@@ -141,7 +142,7 @@ func (m *Master) CreateTable(ctx context.Context, table string, schema model.Sch
 		return err
 	}
 	m.refresh(ctx, server.ID)
-	m.event(EventTable, "master: created table %q with %d tablets on server %s", table, len(tablets), server.ID)
+	m.event(EventTable, slog.LevelInfo, "created table", slog.String("table", table), slog.Int("tablets", len(tablets)), slog.String("server", server.ID))
 	return nil
 }
 
@@ -181,7 +182,7 @@ func (m *Master) DeleteTable(ctx context.Context, table string) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	m.event(EventTable, "master: deleted table %q", table)
+	m.event(EventTable, slog.LevelInfo, "deleted table", slog.String("table", table))
 	return nil
 }
 
@@ -227,7 +228,7 @@ func (m *Master) UpdateSchema(ctx context.Context, table string, expected *model
 			return fmt.Errorf("change the schema of %q on server %s: %w", table, s.ID, err)
 		}
 	}
-	m.event(EventTable, "master: changed the schema of %q", table)
+	m.event(EventTable, slog.LevelInfo, "changed the schema", slog.String("table", table))
 	return nil
 }
 

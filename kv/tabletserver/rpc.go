@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -738,7 +739,7 @@ func (s *Server) LoadTablet(ctx context.Context, req *pb.LoadTabletRequest) (*pb
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.opts.Logf("tabletserver %s: loaded tablet %d %v of %q (%s)", s.opts.ID, t.ID(), t.Range(), t.Table(), req.Event)
+	s.opts.Logger.Info("loaded tablet", slog.String("server", s.opts.ID), slog.Uint64("tablet", t.ID()), slog.Any("range", t.Range()), slog.String("table", t.Table()), slog.Any("event", req.Event))
 	return &pb.LoadTabletResponse{Tablet: tabletInfo(t)}, nil
 }
 
@@ -754,7 +755,7 @@ func (s *Server) UnloadTablet(ctx context.Context, req *pb.UnloadTabletRequest) 
 	if _, err := s.opts.Store.Unload(ctx, req.Id); err != nil {
 		return nil, toStatus(err)
 	}
-	s.opts.Logf("tabletserver %s: unloaded tablet %d %v of %q", s.opts.ID, t.ID(), t.Range(), t.Table())
+	s.opts.Logger.Info("unloaded tablet", slog.String("server", s.opts.ID), slog.Uint64("tablet", t.ID()), slog.Any("range", t.Range()), slog.String("table", t.Table()))
 	return &pb.UnloadTabletResponse{}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"sync"
@@ -62,8 +63,8 @@ type Options struct {
 	Coord Coordinator
 	// RelockBackoff is the wait between attempts to retake a lost lock.
 	RelockBackoff time.Duration
-	// Logf receives notable events.
-	Logf func(format string, args ...any)
+	// Logger receives notable events (nil: discarded).
+	Logger *slog.Logger
 	// OnFatal is called once, from the server's own goroutine, when the
 	// server must stop for good (its file is gone).
 	OnFatal func(error)
@@ -101,8 +102,8 @@ func (o Options) withDefaults() Options {
 	if o.RelockBackoff == 0 {
 		o.RelockBackoff = 200 * time.Millisecond
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.OnFatal == nil {
 		o.OnFatal = func(error) {}
@@ -192,7 +193,7 @@ func (s *Server) watch(l Lock) {
 		if end := l.LeaseEnd(); !end.IsZero() && end.Before(since) {
 			since = end
 		}
-		s.opts.Logf("tabletserver %s: lost its lock on %s; not serving since %s", s.opts.ID, s.Path(), since.Format("15:04:05.000"))
+		s.opts.Logger.Error("lost its lock; not serving", slog.String("server", s.opts.ID), slog.String("path", s.Path()), slog.Time("since", since))
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			go func() {
@@ -205,12 +206,12 @@ func (s *Server) watch(l Lock) {
 			err := l.Relock(ctx)
 			cancel()
 			if err == nil {
-				s.opts.Logf("tabletserver %s: holds its lock again; serving", s.opts.ID)
+				s.opts.Logger.Info("holds its lock again; serving", slog.String("server", s.opts.ID))
 				break
 			}
 			if errors.Is(err, ErrFileGone) {
 				s.dead.Store(true)
-				s.opts.Logf("tabletserver %s: its file %s is gone; stopping", s.opts.ID, s.Path())
+				s.opts.Logger.Error("its file is gone; stopping", slog.String("server", s.opts.ID), slog.String("path", s.Path()))
 				s.opts.OnFatal(fmt.Errorf("tabletserver %s: %w", s.opts.ID, ErrFileGone))
 				return
 			}

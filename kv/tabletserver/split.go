@@ -2,6 +2,8 @@ package tabletserver
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cellardb/cellar/kv/client"
@@ -32,7 +34,7 @@ func (s *Server) SplitHook(parent uint64, children [2]uint64, key []byte) {
 	select {
 	case s.splits <- children:
 	default:
-		s.opts.Logf("tabletserver %s: too many splits to report; the master's scan will find the split at %q", s.opts.ID, key)
+		s.opts.Logger.Warn("too many splits to report; the master's scan will find the split", slog.String("server", s.opts.ID), slog.String("split", fmt.Sprintf("%q", key)))
 	}
 }
 
@@ -64,7 +66,7 @@ func (s *Server) reportSplits() {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := s.opts.ReportSplit(ctx, s.opts.ID, table, halves[0], halves[1]); err != nil {
-				s.opts.Logf("tabletserver %s: report a split of %q to the master (its scan will find it): %v", s.opts.ID, table, err)
+				s.opts.Logger.Warn("report a split to the master failed (its scan will find it)", slog.String("server", s.opts.ID), slog.String("table", table), slog.Any("err", err))
 			}
 			cancel()
 		}

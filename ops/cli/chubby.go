@@ -34,9 +34,14 @@ func runChubby(args []string, env Env) int {
 	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
 	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "chubby", err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar chubby: unexpected argument %q\n", pos[0])
@@ -45,6 +50,10 @@ func runChubby(args []string, env Env) int {
 	peers, err := parsePeers(*peersFlag)
 	if err != nil {
 		return fail(env, "chubby", err)
+	}
+	if code := badSettings(env, "chubby", checkAddr("listen", *listen, true), checkPositive("lease", *lease),
+		checkNotNegative("grace", int64(*grace)), checkPositive("rtt", *rtt)); code != 0 {
+		return code
 	}
 	if *data == "" {
 		*data = filepath.Join("cellar-data", fmt.Sprintf("chubby-%d", *id))
@@ -58,7 +67,7 @@ func runChubby(args []string, env Env) int {
 	r := cell.New(cell.Options{
 		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen,
 		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt,
-		Logf: stampedLog(env), KeepAlive: keepAliveHook(pm, *id),
+		Logger: log.With("role", "chubby"), KeepAlive: keepAliveHook(pm, *id),
 	})
 	if err := r.Open(ctx); err != nil {
 		return fail(env, "chubby", err)
@@ -80,7 +89,11 @@ func runChubby(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "  http:    %s\n", web.url())
 	<-ctx.Done()
 	web.close(context.Background()) // no scrape reads a closing replica
-	return closeReplicas(env, "chubby", r)
+	if code := closeReplicas(env, "chubby", r); code != 0 {
+		return code
+	}
+	fmt.Fprintln(env.Stdout, "stopped cleanly")
+	return 0
 }
 
 // closeReplicas stops replicas, giving them 30 s.
@@ -94,12 +107,6 @@ func closeReplicas(env Env, cmd string, rs ...*cell.Replica) int {
 		}
 	}
 	return code
-}
-
-func stampedLog(env Env) func(string, ...any) {
-	return func(format string, args ...any) {
-		fmt.Fprintf(env.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
-	}
 }
 
 // parsePeers reads "1=h:p/h:p,2=h:p/h:p".

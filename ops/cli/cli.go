@@ -43,6 +43,7 @@ func commands() map[string]command {
 		"tabletserver": {"run one tablet server, registered in the Chubby cell", runTabletServer},
 		"master":       {"run a master (a standby until it takes the master lock)", runMaster},
 		"gateway":      {"serve the PostgreSQL protocol and the Bigtable API for a running cluster", runGateway},
+		"cluster":      {"run a multi-process cluster on loopback: up, down, status", runCluster},
 		"table":        {"manage tables through the master: create, alter, drop, ls", runTable},
 		"kv":           {"read and write rows through the client library: put, get, scan", runKV},
 		"admin":        {"manage the SQL gateway's users: user add", runAdmin},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -52,9 +53,19 @@ func runDemo(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse gateway connections that do not use TLS")
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "demo", err)
+	}
+	if code := badSettings(env, "demo", checkPath("data", *data), checkAddr("http", *httpAddr, false), checkAddr("chubby", *chubbyAddr, false),
+		checkAddr("tabletserver", *tsAddr, false), checkAddr("master", *masterAddr, false), checkAddr("pgwire", *pgAddr, false),
+		checkAddr("bigtable", *btAddr, true), checkPair("tls-cert", *tlsCert, "tls-key", *tlsKey)); code != 0 {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar demo: unexpected argument %q\n", pos[0])
@@ -67,6 +78,11 @@ func runDemo(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "cellar demo: -tabletservers %d: at least one is needed\n", *tsCount)
 		return 2
 	}
+	lock, err := lockDir(*data, "cellar demo")
+	if err != nil {
+		return fail(env, "demo", err)
+	}
+	defer lock.Close()
 	pm, err := newDemoMetrics() // one registry for every role
 	if err != nil {
 		return fail(env, "demo", err)
@@ -84,7 +100,7 @@ func runDemo(args []string, env Env) int {
 		},
 		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
 		TLSRequired: *tlsRequired,
-		Logf:        stampedLog(env),
+		Logger:      log.With("role", "gateway"),
 	}
 	if *tlsCert != "" || *tlsKey != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
@@ -105,12 +121,12 @@ func runDemo(args []string, env Env) int {
 		return fail(env, "demo", fmt.Errorf("status pages: %w", err))
 	}
 
-	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env, pm)
+	cellReplicas, err := startDemoCell(ctx, *data, *chubbyAddr, *replicas, env, log, pm)
 	if err != nil {
 		ln.Close()
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env, pm)
+	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env, log, pm)
 	if err != nil {
 		ln.Close()
 		closeReplicas(env, "demo", cellReplicas...)
@@ -207,7 +223,7 @@ func runDemo(args []string, env Env) int {
 // startDemoCell starts the demo's Chubby cell: replica i serves clients on
 // the port of addr plus i-1 and Raft 100 ports above that (free ports if
 // addr's port is 0). Its data lives under data/chubby/<id>.
-func startDemoCell(ctx context.Context, data, addr string, n int, env Env, pm *processMetrics) ([]*cell.Replica, error) {
+func startDemoCell(ctx context.Context, data, addr string, n int, env Env, log *slog.Logger, pm *processMetrics) ([]*cell.Replica, error) {
 	if n != 1 && n != 3 {
 		return nil, fmt.Errorf("-chubby-replicas %d: the demo runs a cell of 1 or 3 replicas", n)
 	}
@@ -250,7 +266,7 @@ func startDemoCell(ctx context.Context, data, addr string, n int, env Env, pm *p
 		// A short grace: after a restart of the demo, the sessions of the
 		// previous run (whose processes are gone) lapse within seconds.
 		r := cell.New(cell.Options{Cell: DefaultCell, ReplicaID: id, Peers: peers, Grace: 5 * time.Second,
-			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logf: stampedLog(env), KeepAlive: keepAliveHook(pm, id)})
+			Dir: filepath.Join(dir, strconv.FormatUint(id, 10)), Logger: log.With("role", "chubby"), KeepAlive: keepAliveHook(pm, id)})
 		if err := r.Open(ctx); err != nil {
 			closeReplicas(env, "demo", rs...)
 			return nil, fmt.Errorf("chubby replica %d: %w", id, err)
@@ -317,7 +333,7 @@ type demoRoles struct {
 // startDemoRoles registers the demo's tablet servers in the cell and
 // starts the master, all as clients of the cell over loopback, as the
 // separate processes would be.
-func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env, pm *processMetrics) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env, log *slog.Logger, pm *processMetrics) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -325,7 +341,6 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 	svc := func(principal string) *coordlock.Service {
 		return &coordlock.Service{Client: client.Options{Addrs: addrs, Principal: principal}}
 	}
-	logf := stampedLog(env)
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	roles := &demoRoles{}
@@ -349,7 +364,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		// tablets recovered from their logs.
 		name := fmt.Sprintf("demo%d", i+1)
 		role, err := StartTabletServer(openCtx, svc("tabletserver:"+name), TabletServerConfig{Name: name, Addr: ln.Addr().String(),
-			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logf: logf, Metrics: pm.m})
+			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logger: log.With("role", "tabletserver"), Metrics: pm.m})
 		if err != nil {
 			ln.Close()
 			roles.closeServers(context.Background())
@@ -371,7 +386,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		roles.closeServers(context.Background())
 		return nil, fmt.Errorf("master: %w", err)
 	}
-	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf,
+	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logger: log.With("role", "master"),
 		FS: dfs.NewLocal(dfsRoot)})
 	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
 	if err := m.Open(openCtx); err != nil {

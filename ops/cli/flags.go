@@ -12,8 +12,9 @@ import (
 // It then fills every flag that the command line
 // left unset from the environment: flag "peers" of a command whose prefix
 // is "CELLAR_CHUBBY" reads CELLAR_CHUBBY_PEERS. The command line wins over
-// the environment, which wins over the default. A bad value from the
-// environment is reported with the variable's name.
+// the environment, which wins over a config file (flag -config, if the
+// command has it; see config.go), which wins over the default. A bad value
+// from the environment is reported with the variable's name.
 func parseFlags(fs *flag.FlagSet, args []string, env Env, prefix string) ([]string, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage of cellar %s:\n", fs.Name())
@@ -58,6 +59,17 @@ func parseFlags(fs *flag.FlagSet, args []string, env Env, prefix string) ([]stri
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(fs.Output(), "cellar %s: %v\n", fs.Name(), err)
 		return nil, err
+	}
+	if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+		fs.VisitAll(func(f *flag.Flag) {
+			if env.getenv(envName(prefix, f.Name)) != "" {
+				set[f.Name] = true
+			}
+		})
+		if err := applyConfig(fs, f.Value.String(), set); err != nil {
+			fmt.Fprintf(fs.Output(), "cellar %s: %v\n", fs.Name(), err)
+			return nil, err
+		}
 	}
 	return positional, nil
 }

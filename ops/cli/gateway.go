@@ -47,9 +47,19 @@ func runGateway(args []string, env Env) int {
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
 	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
+	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long running statements and calls may take to finish before they are cancelled")
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_GATEWAY")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "gateway", err)
+	}
+	if code := badSettings(env, "gateway", checkAddrList("chubby", *chubby), checkAddr("pgwire", *pgAddr, true),
+		checkAddr("bigtable", *btAddr, true), checkPair("tls-cert", *tlsCert, "tls-key", *tlsKey), checkPositive("drain-timeout", *drain)); code != 0 {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar gateway: unexpected argument %q\n", pos[0])
@@ -75,7 +85,7 @@ func runGateway(args []string, env Env) int {
 		},
 		Users:       &pgwire.FileUsers{Path: *users},
 		TLSRequired: *tlsRequired,
-		Logf:        stampedLog(env),
+		Logger:      log.With("role", "gateway"),
 	}
 	if *tlsCert != "" || *tlsKey != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
@@ -148,7 +158,7 @@ func runGateway(args []string, env Env) int {
 
 	<-ctx.Done()
 	fmt.Fprintln(env.Stdout, "\nstopping...")
-	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	shut, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
 	var errs []error
 	if pg != nil {

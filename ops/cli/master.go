@@ -35,9 +35,18 @@ func runMaster(args []string, env Env) int {
 	dfsRoot := fs.String("dfs", filepath.Join("cellar-data", "dfs"), "root of the tablet servers' shared file system (as they mount it), for the file GC; empty: no GC")
 	mergeSize := fs.Int64("merge-size", 0, "merge two adjacent tablets on one server when their sizes add up to less than this many bytes (0: never)")
 	noBalance := fs.Bool("no-balance", false, "do not move tablets to even out the servers' tablet counts")
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_MASTER")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "master", err)
+	}
+	if code := badSettings(env, "master", checkAddr("listen", *listen, false), checkAddr("rpc", *rpcAddr, false),
+		checkAddrList("chubby", *chubby), checkPositive("scan-interval", *scan), checkNotNegative("merge-size", *mergeSize)); code != 0 {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar master: unexpected argument %q\n", pos[0])
@@ -66,7 +75,7 @@ func runMaster(args []string, env Env) int {
 	defer sess.Close(context.Background())
 	fatal := make(chan error, 1)
 	opts := master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
-		ScanInterval: *scan, Logf: stampedLog(env), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance}
+		ScanInterval: *scan, Logger: log.With("role", "master"), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance}
 	if *dfsRoot != "" {
 		opts.FS = dfs.NewLocal(*dfsRoot)
 	}

@@ -32,9 +32,19 @@ func runTabletServer(args []string, env Env) int {
 	secret := fs.String("secret", "", "the Chubby cell's shared secret")
 	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
 	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
+	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
 		return 2
+	}
+	log, err := procFl.logger(env)
+	if err != nil {
+		return fail(env, "tabletserver", err)
+	}
+	if code := badSettings(env, "tabletserver", checkPath("id", *id), checkAddr("listen", *listen, false),
+		checkAddr("advertise", *advertise, true), checkPath("dfs", *dfsRoot), checkAddrList("chubby", *chubby),
+		checkNotNegative("split-size", *splitSize)); code != 0 {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar tabletserver: unexpected argument %q\n", pos[0])
@@ -46,7 +56,6 @@ func runTabletServer(args []string, env Env) int {
 	if err := os.MkdirAll(*dfsRoot, 0o755); err != nil {
 		return fail(env, "tabletserver", err)
 	}
-	logf := stampedLog(env)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fail(env, "tabletserver", err)
@@ -64,7 +73,7 @@ func runTabletServer(args []string, env Env) int {
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	role, err := StartTabletServer(openCtx, svc, TabletServerConfig{Name: *id, Addr: addr, FS: dfs.NewLocal(*dfsRoot), SplitSize: *splitSize,
-		Logf: logf, OnFatal: func(err error) { fatal <- err }, Metrics: pm.m})
+		Logger: log.With("role", "tabletserver"), OnFatal: func(err error) { fatal <- err }, Metrics: pm.m})
 	cancel()
 	if err != nil {
 		ln.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,7 @@ type TabletServer struct {
 	store *tablet.Store
 	sess  *coordlock.Session
 	meta  *kvclient.Client
-	logf  func(string, ...any)
+	log   *slog.Logger
 	// unmetric stops the scrapes of the store.
 	unmetric func()
 }
@@ -48,8 +49,10 @@ type TabletServerConfig struct {
 	SplitSize int64
 	// MemtableSize, if set, overrides the store's default.
 	MemtableSize int64
-	Logf         func(string, ...any)
-	OnFatal      func(error)
+	// Logger receives the server's events (nil: discarded); StartTabletServer
+	// adds the incarnation as attribute "server".
+	Logger  *slog.Logger
+	OnFatal func(error)
 	// Metrics, if set, receives the server's metrics, labelled with its
 	// incarnation.
 	Metrics *metrics.Metrics
@@ -73,11 +76,13 @@ func (f *splitForwarder) split(parent uint64, children [2]uint64, key []byte) {
 }
 
 // storeOptions are the options of a tablet server's store.
-func storeOptions(splitSize int64, f *splitForwarder, shared *tablet.Shared, logf func(string, ...any)) tablet.Options {
+func storeOptions(splitSize int64, f *splitForwarder, shared *tablet.Shared, log *slog.Logger) tablet.Options {
 	return tablet.Options{SplitSize: splitSize, KeepWhole: tabletserver.KeepWhole, Shared: shared, Events: tablet.Events{
-		BackgroundError: func(id uint64, err error) { logf("tablet %d: background work failed (will retry): %v", id, err) },
-		LogCorruption:   func(err error) { logf("commit log: recovery stopped at corrupt data: %v", err) },
-		Split:           f.split,
+		BackgroundError: func(id uint64, err error) {
+			log.Warn("background work failed (will retry)", slog.Uint64("tablet", id), slog.Any("err", err))
+		},
+		LogCorruption: func(err error) { log.Error("commit log: recovery stopped at corrupt data", slog.Any("err", err)) },
+		Split:         f.split,
 	}}
 }
 
@@ -85,20 +90,21 @@ func storeOptions(splitSize int64, f *splitForwarder, shared *tablet.Shared, log
 // the server. cellar tabletserver, cellar demo and the cluster tests use
 // it.
 func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletServerConfig) (*TabletServer, error) {
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	sess, err := svc.NewSession(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the Chubby cell: %w", err)
 	}
 	id := incarnation(cfg.Name, time.Now())
+	log := cfg.Logger.With("server", id)
 	root := coordlock.RootFile{Session: sess}
 	meta := kvclient.New(kvclient.Options{Root: root})
 	var catalog tabletserver.Catalog
 	var splits splitForwarder
 	shared := &tablet.Shared{Name: id, Catalog: &catalog, NoStall: func(t string) bool { return t == kvclient.MetaTable }}
-	opts := storeOptions(cfg.SplitSize, &splits, shared, cfg.Logf)
+	opts := storeOptions(cfg.SplitSize, &splits, shared, log)
 	opts.MemtableSize = cfg.MemtableSize
 	observeRPC := instrumentTabletServer(cfg.Metrics, id, &opts)
 	store := tablet.New(cfg.FS, cfg.DFSRoot, opts)
@@ -107,7 +113,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 		sess.Close(context.Background())
 		return nil, fmt.Errorf("open the store on the dfs at %s: %w", cfg.DFSRoot, err)
 	}
-	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: cfg.Addr, Store: store, Logf: cfg.Logf, OnFatal: cfg.OnFatal,
+	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: cfg.Addr, Store: store, Logger: log, OnFatal: cfg.OnFatal,
 		Meta: meta, Root: root, Catalog: &catalog, FS: cfg.FS, DFSRoot: cfg.DFSRoot,
 		ReportSplit: master.SplitReporter(sess.MasterAddr("")), Coord: coordlock.ForTabletServer{Service: svc}, ObserveRPC: observeRPC})
 	splits.srv.Store(srv)
@@ -124,7 +130,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 		sess.Close(context.Background())
 		return nil, err
 	}
-	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, logf: cfg.Logf, unmetric: unmetric}, nil
+	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, log: log, unmetric: unmetric}, nil
 }
 
 // Flush does the final minor compactions, so that the servers that take
@@ -138,7 +144,7 @@ func (r *TabletServer) Flush(ctx context.Context) error { return r.store.FlushAl
 func (r *TabletServer) Close(ctx context.Context) error {
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	if err := r.store.FlushAll(fctx); err != nil {
-		r.logf("final flush (the log keeps the rest): %v", err)
+		r.log.Warn("final flush failed (the log keeps the rest)", slog.Any("err", err))
 	}
 	cancel()
 	return r.Abandon(ctx)
