@@ -355,6 +355,9 @@ func (t *Tablet) compact(ctx context.Context, force bool) error {
 	majorAll := force || (t.s.opts.MajorCompactionInterval > 0 &&
 		t.s.nowMicros()-t.lastMajor.Load() >= t.s.opts.MajorCompactionInterval.Microseconds())
 	didMajor := true
+	type job struct{ g, k int }
+	var jobs []job
+	var total int64
 	for g, files := range v.groups {
 		if g >= len(si.groups) {
 			break
@@ -372,7 +375,18 @@ func (t *Tablet) compact(ctx context.Context, force bool) error {
 		if k < len(files) {
 			didMajor = false
 		}
-		if err := t.compactGroup(ctx, si, g, files[:k], k == len(files)); err != nil {
+		jobs = append(jobs, job{g, k})
+		for _, f := range files[:k] {
+			total += int64(inRangeBytes(f, t.rng))
+		}
+	}
+	if len(jobs) > 0 {
+		t.progress.start(total, majorAll && didMajor)
+		defer t.progress.end()
+	}
+	for _, j := range jobs {
+		files := v.groups[j.g]
+		if err := t.compactGroup(ctx, si, j.g, files[:j.k], j.k == len(files)); err != nil {
 			return err
 		}
 	}
@@ -391,13 +405,21 @@ func (t *Tablet) compact(ctx context.Context, force bool) error {
 func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs []*table, major bool) error {
 	start := time.Now()
 	var expected int
-	var inBytes int64
+	var inBytes, rangeBytes int64
+	var rangeEntries float64 // the entries estimated to lie in the tablet's range
 	its := make([]iter, 0, len(inputs))
 	for _, f := range inputs {
 		expected += int(f.meta.Entries)
 		inBytes += int64(f.meta.Size)
+		rb := inRangeBytes(f, t.rng)
+		rangeBytes += int64(rb)
+		if f.meta.Size > 0 {
+			rangeEntries += float64(f.meta.Entries) * float64(rb) / float64(f.meta.Size)
+		}
 		its = append(its, f.r.NewIter())
 	}
+	base := t.progress.done.Load()
+	defer t.progress.done.Store(base + rangeBytes)
 	m := &mergeIter{iters: its}
 	defer m.Close()
 	b, err := t.s.newBuilder(si.groups[g], expected)
@@ -419,6 +441,9 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 			if err := ctx.Err(); err != nil {
 				b.abort()
 				return err
+			}
+			if rangeEntries > 0 {
+				t.progress.done.Store(base + min(rangeBytes, int64(float64(rangeBytes)*float64(n)/rangeEntries)))
 			}
 		}
 		if err := c.entry(key, m.Value()); err != nil {

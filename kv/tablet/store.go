@@ -1357,6 +1357,8 @@ type TabletStats struct {
 	MemtableBytes   int64
 	FrozenMemtables int
 	Groups          []GroupStats
+	// Compaction is the progress of the tablet's running compaction.
+	Compaction CompactionProgress
 }
 
 // GroupStats describe one locality group of a tablet.
@@ -1390,7 +1392,7 @@ func (s *Store) Stats() Stats {
 	s.stateMu.Unlock()
 	for _, t := range s.Tablets() {
 		v := t.acquire()
-		ts := TabletStats{ID: t.id, Table: t.table, Range: t.rng, FrozenMemtables: len(v.frozen)}
+		ts := TabletStats{ID: t.id, Table: t.table, Range: t.rng, FrozenMemtables: len(v.frozen), Compaction: t.Compaction()}
 		for _, m := range v.memtables() {
 			ts.MemtableBytes += m.ApproximateBytes()
 		}

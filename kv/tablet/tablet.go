@@ -101,6 +101,7 @@ type Tablet struct {
 	flushQueued   atomic.Bool
 	compactQueued atomic.Bool
 	lastMajor     atomic.Int64
+	progress      compactionProgress
 	// bgErr is the error of the last flush, if it failed; stalled writers
 	// return it instead of waiting for a flush that cannot succeed yet.
 	bgErr atomic.Pointer[error]

@@ -1,0 +1,75 @@
+package tablet
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cellardb/cellar/kv/model"
+)
+
+// compactionProgress is how far the tablet's running compaction is, for
+// Stats: status pages and the operator's forced compactions show it.
+// Bytes are of SSTable data in the tablet's range; done is estimated from
+// the entries merged so far.
+type compactionProgress struct {
+	total   atomic.Int64
+	done    atomic.Int64
+	major   atomic.Bool
+	running atomic.Bool
+}
+
+func (p *compactionProgress) start(total int64, major bool) {
+	p.done.Store(0)
+	p.total.Store(total)
+	p.major.Store(major)
+	p.running.Store(true)
+}
+
+func (p *compactionProgress) end() {
+	p.running.Store(false)
+	p.total.Store(0)
+	p.done.Store(0)
+}
+
+// CompactionProgress describes a running compaction of a tablet.
+type CompactionProgress struct {
+	// Running is false when no compaction of the tablet runs; the other
+	// fields are then zero.
+	Running bool
+	// Major is set for a major compaction of every locality group.
+	Major bool
+	// DoneBytes of TotalBytes of input are merged.
+	DoneBytes  int64
+	TotalBytes int64
+}
+
+// Compaction returns the progress of the tablet's running compaction.
+func (t *Tablet) Compaction() CompactionProgress {
+	p := &t.progress
+	if !p.running.Load() {
+		return CompactionProgress{}
+	}
+	total, done := p.total.Load(), p.done.Load()
+	return CompactionProgress{Running: true, Major: p.major.Load(), DoneBytes: min(done, total), TotalBytes: total}
+}
+
+// SplitAtMidpoint splits a tablet at a row near the middle of its data,
+// as an automatic split would. The memtable is flushed first, so that
+// recent writes count. A tablet whose data is too small to hold two
+// blocks has no midpoint: that is ErrFailedPrecondition.
+func (s *Store) SplitAtMidpoint(ctx context.Context, id uint64) ([2]*Tablet, error) {
+	t, err := s.Tablet(id)
+	if err != nil {
+		return [2]*Tablet{}, err
+	}
+	if err := t.Flush(ctx); err != nil {
+		return [2]*Tablet{}, err
+	}
+	key, ok := t.splitKey()
+	if !ok {
+		return [2]*Tablet{}, fmt.Errorf("%w: tablet %d %v holds too little data to find a midpoint; name a split row instead",
+			model.ErrFailedPrecondition, t.id, t.rng)
+	}
+	return t.split(ctx, key)
+}
