@@ -45,7 +45,7 @@ func commands() map[string]command {
 		"gateway":      {"serve the PostgreSQL protocol and the Bigtable API for a running cluster", runGateway},
 		"table":        {"manage tables through the master: create, alter, drop, ls", runTable},
 		"kv":           {"read and write rows through the client library: put, get, scan", runKV},
-		"admin":        {"manage the SQL gateway's users: user add", runAdmin},
+		"admin":        {"manage tables, tablets and the SQL gateway's users: table, tablets, split, move, compact, user", runAdmin},
 		"sqltest":      {"run sqllogictest files against a PostgreSQL-protocol endpoint and report differences", runSQLTest},
 		"help":         {"show this help", nil},
 	}
