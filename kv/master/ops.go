@@ -107,7 +107,7 @@ func (m *Master) checkTable(ctx context.Context, table string) error {
 	}
 	_, err := m.existingTable(ctx, table)
 	if s, ok := status.FromError(err); ok && s.Code() == codes.NotFound {
-		return status.Errorf(codes.NotFound, "table %q does not exist; list the tables with `cellar table ls`", table)
+		return status.Errorf(codes.NotFound, "table %q does not exist; list the tables with `cellar admin table ls`", table)
 	}
 	return err
 }

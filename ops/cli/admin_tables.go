@@ -618,6 +618,7 @@ func compactCmd(ctx context.Context, d *adminDialer, pos []string, env Env) erro
 	}
 	line := newProgressLine(env.Stderr, time.Now)
 	start := time.Now()
+	shown := false
 	text := func(p *masterpb.CompactTabletsProgress) string {
 		pct := int64(100)
 		if p.BytesTotal > 0 {
@@ -629,7 +630,9 @@ func compactCmd(ctx context.Context, d *adminDialer, pos []string, env Env) erro
 	for {
 		p, err := stream.Recv()
 		if err != nil {
-			line.finish("compact " + pos[0] + ": stopped")
+			if shown {
+				line.finish("compact " + pos[0] + ": stopped")
+			}
 			return err
 		}
 		if p.Done {
@@ -639,6 +642,7 @@ func compactCmd(ctx context.Context, d *adminDialer, pos []string, env Env) erro
 			return nil
 		}
 		line.update(text(p))
+		shown = true
 	}
 }
 
@@ -765,8 +769,13 @@ func gcText(r model.GCRule) string {
 	case model.GCMaxVersions:
 		return fmt.Sprintf("versions:%d", r.MaxVersions)
 	case model.GCMaxAge:
-		if r.MaxAge%(24*time.Hour) == 0 {
-			return fmt.Sprintf("age:%dd", r.MaxAge/(24*time.Hour))
+		for _, u := range []struct {
+			d    time.Duration
+			name string
+		}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+			if r.MaxAge%u.d == 0 {
+				return fmt.Sprintf("age:%d%s", r.MaxAge/u.d, u.name)
+			}
 		}
 		return "age:" + r.MaxAge.String()
 	case model.GCUnion, model.GCIntersection:

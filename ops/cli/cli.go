@@ -46,6 +46,7 @@ func commands() map[string]command {
 		"table":        {"manage tables through the master: create, alter, drop, ls", runTable},
 		"kv":           {"read and write rows through the client library: put, get, scan", runKV},
 		"admin":        {"manage tables, tablets and the SQL gateway's users: table, tablets, split, move, compact, user", runAdmin},
+		"load":         {"bulk-load CSV or JSON lines into a table, with progress; resumable", runLoad},
 		"sqltest":      {"run sqllogictest files against a PostgreSQL-protocol endpoint and report differences", runSQLTest},
 		"help":         {"show this help", nil},
 	}
