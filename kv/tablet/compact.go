@@ -419,7 +419,6 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 		its = append(its, f.r.NewIter())
 	}
 	base := t.progress.done.Load()
-	defer t.progress.done.Store(base + rangeBytes)
 	m := &mergeIter{iters: its}
 	defer m.Close()
 	b, err := t.s.newBuilder(si.groups[g], expected)
@@ -455,6 +454,7 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 		b.abort()
 		return fmt.Errorf("compaction of tablet %d: %w", t.id, err)
 	}
+	t.progress.done.Store(base + rangeBytes)
 	var out *table
 	if b.n > 0 {
 		if out, err = b.finish(); err != nil {

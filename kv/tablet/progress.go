@@ -1,8 +1,10 @@
 package tablet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"sync/atomic"
 
 	"github.com/cellardb/cellar/kv/model"
@@ -66,10 +68,54 @@ func (s *Store) SplitAtMidpoint(ctx context.Context, id uint64) ([2]*Tablet, err
 	if err := t.Flush(ctx); err != nil {
 		return [2]*Tablet{}, err
 	}
-	key, ok := t.splitKey()
+	key, ok := t.midpointKey()
 	if !ok {
 		return [2]*Tablet{}, fmt.Errorf("%w: tablet %d %v holds too little data to find a midpoint; name a split row instead",
 			model.ErrFailedPrecondition, t.id, t.rng)
 	}
 	return t.split(ctx, key)
+}
+
+// midpointKey picks the row at which half the tablet's SSTable data lies
+// below, over the blocks of every file (an automatic split looks at the
+// largest file only, which after a few flushes covers only a slice of the
+// rows). The row ends a block, so it is a whole row.
+func (t *Tablet) midpointKey() ([]byte, bool) {
+	v := t.acquire()
+	defer v.unref()
+	lo := model.AppendRowPrefix(nil, t.rng.Start)
+	type block struct {
+		row []byte
+		n   uint64
+	}
+	var blocks []block
+	var total uint64
+	for _, g := range v.groups {
+		for _, f := range g {
+			for _, b := range f.r.Blocks() {
+				if bytes.Compare(b.LastKey, lo) < 0 {
+					continue
+				}
+				rp := model.RowPrefix(b.LastKey)
+				if rp == nil {
+					continue
+				}
+				row := model.RowOf(rp)
+				if !t.rng.Contains(row) {
+					continue
+				}
+				blocks = append(blocks, block{bytes.Clone(row), b.Length})
+				total += b.Length
+			}
+		}
+	}
+	sort.Slice(blocks, func(i, j int) bool { return bytes.Compare(blocks[i].row, blocks[j].row) < 0 })
+	var acc uint64
+	for _, b := range blocks {
+		acc += b.n
+		if 2*acc >= total && bytes.Compare(b.row, t.rng.Start) > 0 {
+			return b.row, true
+		}
+	}
+	return nil, false
 }
