@@ -242,6 +242,31 @@ func TestLoadCSVAndJSONLines(t *testing.T) {
 		t.Fatalf("-skip-bad: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// A PostgreSQL-style table: plain column names, a VARCHAR key.
+	if _, err := db.Exec(ctx, `CREATE TABLE usertable (ycsb_key VARCHAR(64) PRIMARY KEY, field0 TEXT, field1 INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	plainPath := filepath.Join(dir, "users.csv")
+	os.WriteFile(plainPath, []byte("ycsb_key,field0,field1\nuser1,alpha,1\nuser2,,2\nuser3,gamma,\n"), 0o644)
+	if out, errOut, code := load("-table", "usertable", plainPath); code != 0 || !strings.Contains(out, "loaded 3 rows") {
+		t.Fatalf("load a plain table: exit %d\n%s%s", code, out, errOut)
+	}
+	var plain []string
+	rs, err := db.Query(ctx, `SELECT ycsb_key, coalesce(field0, '-'), coalesce(field1, -1) FROM usertable ORDER BY ycsb_key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var k, f0 string
+		var f1 int64
+		rs.Scan(&k, &f0, &f1)
+		plain = append(plain, fmt.Sprintf("%s/%s/%d", k, f0, f1))
+	}
+	rs.Close()
+	if strings.Join(plain, " ") != "user1/alpha/1 user2/-/2 user3/gamma/-1" {
+		t.Fatalf("usertable: %v", plain)
+	}
+
 	// Usage errors exit 2.
 	for _, args := range [][]string{{"-table", "items"}, {csvPath}, {"-table", "items", "-format", "xml", csvPath}, {"-table", "items", filepath.Join(dir, "x.txt")}} {
 		if _, errOut, code := load(args...); code != 2 || !strings.Contains(errOut, "usage") {
