@@ -345,8 +345,9 @@ func (a AdminServer) CompactTablets(req *masterpb.CompactTabletsRequest, stream 
 			return status.Errorf(codes.Unavailable, "no tablet of %q is served right now; try again in a few seconds", req.Table)
 		}
 	}
-	c := &compaction{m: m, table: req.Table, tablets: picked, running: map[int]bool{}}
-	for _, l := range picked {
+	c := &compaction{m: m, table: req.Table, tablets: picked, running: map[int]bool{}, sizes: make([]int64, len(picked))}
+	for i, l := range picked {
+		c.sizes[i] = l.tablet.SizeBytes
 		c.total += l.tablet.SizeBytes
 	}
 	res := make(chan error, 1)
@@ -377,8 +378,12 @@ type compaction struct {
 	tablets []located
 	total   int64
 
-	mu        sync.Mutex
-	running   map[int]bool // index into tablets
+	mu      sync.Mutex
+	running map[int]bool // index into tablets
+	// sizes are the tablets' bytes: their size when picked, or the input
+	// their server reports once it compacts (which counts the flushed
+	// memtable too).
+	sizes     []int64
 	done      int
 	doneBytes int64
 }
@@ -423,12 +428,16 @@ func (c *compaction) one(ctx context.Context, i int) error {
 	c.mu.Lock()
 	c.running[i] = true
 	c.mu.Unlock()
-	_, err = cli.CompactTablet(ctx, &pb.CompactTabletRequest{Table: l.tablet.Table, Id: l.tablet.Id})
+	resp, err := cli.CompactTablet(ctx, &pb.CompactTabletRequest{Table: l.tablet.Table, Id: l.tablet.Id})
 	c.mu.Lock()
 	delete(c.running, i)
 	if err == nil {
+		if resp.InputBytes > c.sizes[i] {
+			c.total += resp.InputBytes - c.sizes[i]
+			c.sizes[i] = resp.InputBytes
+		}
 		c.done++
-		c.doneBytes += l.tablet.SizeBytes
+		c.doneBytes += c.sizes[i]
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -450,8 +459,8 @@ func (c *compaction) progress(ctx context.Context, poll bool) *masterpb.CompactT
 	for i := range c.running {
 		running = append(running, i)
 	}
-	p := &masterpb.CompactTabletsProgress{TabletsDone: int32(c.done), TabletsTotal: int32(len(c.tablets)), BytesDone: c.doneBytes, BytesTotal: c.total}
 	c.mu.Unlock()
+	var runningDone int64
 	if poll {
 		for _, i := range running {
 			l := c.tablets[i]
@@ -460,12 +469,22 @@ func (c *compaction) progress(ctx context.Context, poll bool) *masterpb.CompactT
 				continue
 			}
 			for _, t := range resp.Tablets {
-				if t.Id == l.tablet.Id && t.CompactionTotalBytes > 0 {
-					p.BytesDone += l.tablet.SizeBytes * t.CompactionDoneBytes / t.CompactionTotalBytes
+				if t.Id != l.tablet.Id || t.CompactionTotalBytes <= 0 {
+					continue
 				}
+				c.mu.Lock()
+				if t.CompactionTotalBytes > c.sizes[i] {
+					c.total += t.CompactionTotalBytes - c.sizes[i]
+					c.sizes[i] = t.CompactionTotalBytes
+				}
+				runningDone += c.sizes[i] * t.CompactionDoneBytes / t.CompactionTotalBytes
+				c.mu.Unlock()
 			}
 		}
 	}
-	p.BytesDone = min(p.BytesDone, p.BytesTotal)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := &masterpb.CompactTabletsProgress{TabletsDone: int32(c.done), TabletsTotal: int32(len(c.tablets)),
+		BytesDone: min(c.doneBytes+runningDone, c.total), BytesTotal: c.total}
 	return p
 }

@@ -3567,8 +3567,11 @@ func (x *CompactTabletRequest) GetId() uint64 {
 }
 
 type CompactTabletResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tablet        *TabletInfo            `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tablet *TabletInfo            `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// input_bytes is the tablet's SSTable data when the compaction began,
+	// after the flush of its memtable.
+	InputBytes    int64 `protobuf:"varint,2,opt,name=input_bytes,json=inputBytes,proto3" json:"input_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3608,6 +3611,13 @@ func (x *CompactTabletResponse) GetTablet() *TabletInfo {
 		return x.Tablet
 	}
 	return nil
+}
+
+func (x *CompactTabletResponse) GetInputBytes() int64 {
+	if x != nil {
+		return x.InputBytes
+	}
+	return 0
 }
 
 type Mutation_SetCell struct {
@@ -4454,9 +4464,11 @@ const file_tablet_proto_rawDesc = "" +
 	"\atablets\x18\x01 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\"<\n" +
 	"\x14CompactTabletRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\x04R\x02id\"J\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\"k\n" +
 	"\x15CompactTabletResponse\x121\n" +
-	"\x06tablet\x18\x01 \x01(\v2\x19.cellar.tablet.TabletInfoR\x06tablet2\xe0\f\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x19.cellar.tablet.TabletInfoR\x06tablet\x12\x1f\n" +
+	"\vinput_bytes\x18\x02 \x01(\x03R\n" +
+	"inputBytes2\xe0\f\n" +
 	"\fTabletServer\x12H\n" +
 	"\aReadRow\x12\x1d.cellar.tablet.ReadRowRequest\x1a\x1e.cellar.tablet.ReadRowResponse\x12A\n" +
 	"\x04Scan\x12\x1a.cellar.tablet.ScanRequest\x1a\x1b.cellar.tablet.ScanResponse0\x01\x12N\n" +

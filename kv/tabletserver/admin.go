@@ -63,6 +63,7 @@ func (s *Server) CompactTablet(ctx context.Context, req *pb.CompactTabletRequest
 	if err := t.Flush(ctx); err != nil {
 		return nil, toStatus(err)
 	}
+	in := int64(t.Size())
 	if err := t.Compact(ctx, true); err != nil {
 		return nil, toStatus(err)
 	}
@@ -70,5 +71,5 @@ func (s *Server) CompactTablet(ctx context.Context, req *pb.CompactTabletRequest
 		return nil, err
 	}
 	s.opts.Logf("tabletserver %s: major compaction of tablet %d %v of %q done", s.opts.ID, t.ID(), t.Range(), t.Table())
-	return &pb.CompactTabletResponse{Tablet: tabletInfo(t)}, nil
+	return &pb.CompactTabletResponse{Tablet: tabletInfo(t), InputBytes: in}, nil
 }
