@@ -46,7 +46,7 @@ func (l located) proto() *masterpb.Tablet {
 	t := l.tablet
 	return &masterpb.Tablet{Table: t.Table, Start: t.Range.GetStart(), End: t.Range.GetEnd(), Server: l.server.ID,
 		ServerAddr: l.server.Addr, Id: t.Id, SizeBytes: t.SizeBytes,
-		CompactionDoneBytes: t.CompactionDoneBytes, CompactionTotalBytes: t.CompactionTotalBytes}
+		CompactionDoneBytes: t.CompactionDoneBytes, CompactionTotalBytes: t.CompactionTotalBytes, MemtableBytes: t.MemtableBytes}
 }
 
 // liveTablets asks every live server what it serves now, rather than

@@ -510,8 +510,11 @@ type Tablet struct {
 	// The progress of a running compaction (see tablet.TabletInfo).
 	CompactionDoneBytes  int64 `protobuf:"varint,8,opt,name=compaction_done_bytes,json=compactionDoneBytes,proto3" json:"compaction_done_bytes,omitempty"`
 	CompactionTotalBytes int64 `protobuf:"varint,9,opt,name=compaction_total_bytes,json=compactionTotalBytes,proto3" json:"compaction_total_bytes,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// memtable_bytes are the tablet's writes not yet in SSTables (not in
+	// size_bytes).
+	MemtableBytes int64 `protobuf:"varint,10,opt,name=memtable_bytes,json=memtableBytes,proto3" json:"memtable_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Tablet) Reset() {
@@ -603,6 +606,13 @@ func (x *Tablet) GetCompactionDoneBytes() int64 {
 func (x *Tablet) GetCompactionTotalBytes() int64 {
 	if x != nil {
 		return x.CompactionTotalBytes
+	}
+	return 0
+}
+
+func (x *Tablet) GetMemtableBytes() int64 {
+	if x != nil {
+		return x.MemtableBytes
 	}
 	return 0
 }
@@ -1195,7 +1205,7 @@ const file_master_proto_rawDesc = "" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
 	"\x06schema\x18\x02 \x01(\fR\x06schema\x12\x1a\n" +
 	"\bexpected\x18\x03 \x01(\fR\bexpected\"\x16\n" +
-	"\x14UpdateSchemaResponse\"\x98\x02\n" +
+	"\x14UpdateSchemaResponse\"\xbf\x02\n" +
 	"\x06Tablet\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
@@ -1207,7 +1217,9 @@ const file_master_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\a \x01(\x03R\tsizeBytes\x122\n" +
 	"\x15compaction_done_bytes\x18\b \x01(\x03R\x13compactionDoneBytes\x124\n" +
-	"\x16compaction_total_bytes\x18\t \x01(\x03R\x14compactionTotalBytes\"*\n" +
+	"\x16compaction_total_bytes\x18\t \x01(\x03R\x14compactionTotalBytes\x12%\n" +
+	"\x0ememtable_bytes\x18\n" +
+	" \x01(\x03R\rmemtableBytes\"*\n" +
 	"\x12ListTabletsRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"F\n" +
 	"\x13ListTabletsResponse\x12/\n" +

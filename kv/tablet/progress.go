@@ -119,3 +119,15 @@ func (t *Tablet) midpointKey() ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// MemtableBytes is what the tablet holds in memtables, active and frozen:
+// the writes its SSTables (Size) do not hold yet.
+func (t *Tablet) MemtableBytes() int64 {
+	v := t.acquire()
+	defer v.unref()
+	var n int64
+	for _, m := range v.memtables() {
+		n += m.ApproximateBytes()
+	}
+	return n
+}

@@ -2134,8 +2134,10 @@ type TabletInfo struct {
 	CompactionDoneBytes  int64 `protobuf:"varint,5,opt,name=compaction_done_bytes,json=compactionDoneBytes,proto3" json:"compaction_done_bytes,omitempty"`
 	CompactionTotalBytes int64 `protobuf:"varint,6,opt,name=compaction_total_bytes,json=compactionTotalBytes,proto3" json:"compaction_total_bytes,omitempty"`
 	CompactionMajor      bool  `protobuf:"varint,7,opt,name=compaction_major,json=compactionMajor,proto3" json:"compaction_major,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// memtable_bytes are the tablet's writes not yet in SSTables.
+	MemtableBytes int64 `protobuf:"varint,8,opt,name=memtable_bytes,json=memtableBytes,proto3" json:"memtable_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TabletInfo) Reset() {
@@ -2215,6 +2217,13 @@ func (x *TabletInfo) GetCompactionMajor() bool {
 		return x.CompactionMajor
 	}
 	return false
+}
+
+func (x *TabletInfo) GetMemtableBytes() int64 {
+	if x != nil {
+		return x.MemtableBytes
+	}
+	return 0
 }
 
 type ListTabletsResponse struct {
@@ -4361,7 +4370,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\arow_key\x18\x01 \x01(\fR\x06rowKey\x12!\n" +
 	"\foffset_bytes\x18\x02 \x01(\x03R\voffsetBytes\x12\x1b\n" +
 	"\tstart_key\x18\x03 \x01(\fR\bstartKey\"\x14\n" +
-	"\x12ListTabletsRequest\"\x95\x02\n" +
+	"\x12ListTabletsRequest\"\xbc\x02\n" +
 	"\n" +
 	"TabletInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
@@ -4371,7 +4380,8 @@ const file_tablet_proto_rawDesc = "" +
 	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x122\n" +
 	"\x15compaction_done_bytes\x18\x05 \x01(\x03R\x13compactionDoneBytes\x124\n" +
 	"\x16compaction_total_bytes\x18\x06 \x01(\x03R\x14compactionTotalBytes\x12)\n" +
-	"\x10compaction_major\x18\a \x01(\bR\x0fcompactionMajor\"\x7f\n" +
+	"\x10compaction_major\x18\a \x01(\bR\x0fcompactionMajor\x12%\n" +
+	"\x0ememtable_bytes\x18\b \x01(\x03R\rmemtableBytes\"\x7f\n" +
 	"\x13ListTabletsResponse\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x123\n" +
 	"\atablets\x18\x02 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\x12\x1b\n" +

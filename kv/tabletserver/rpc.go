@@ -709,7 +709,7 @@ func tabletInfo(t *tablet.Tablet) *pb.TabletInfo {
 	r := t.Range()
 	c := t.Compaction()
 	return &pb.TabletInfo{Id: t.ID(), Table: t.Table(), Range: &pb.RowRange{Start: r.Start, End: r.End}, SizeBytes: int64(t.Size()),
-		CompactionDoneBytes: c.DoneBytes, CompactionTotalBytes: c.TotalBytes, CompactionMajor: c.Major}
+		CompactionDoneBytes: c.DoneBytes, CompactionTotalBytes: c.TotalBytes, CompactionMajor: c.Major, MemtableBytes: t.MemtableBytes()}
 }
 
 // LoadTablet starts serving a tablet at the master's request.

@@ -427,11 +427,12 @@ func tableDescribe(ctx context.Context, d *adminDialer, pos []string, env Env) e
 	if err != nil {
 		return err
 	}
-	var size int64
+	var size, mem int64
 	for _, t := range tablets.Tablets {
 		size += t.SizeBytes
+		mem += t.MemtableBytes
 	}
-	fmt.Fprintf(env.Stdout, "table %s: %d tablets, %s on disk\n", pos[0], len(tablets.Tablets), humanBytes(size))
+	fmt.Fprintf(env.Stdout, "table %s: %d tablets, %s in SSTables, %s in memtables\n", pos[0], len(tablets.Tablets), humanBytes(size), humanBytes(mem))
 	describeFamilies(env.Stdout, schema)
 	if len(schema.LocalityGroups) > 0 {
 		fmt.Fprintln(env.Stdout, "locality groups:")
@@ -504,14 +505,14 @@ func tabletsList(ctx context.Context, d *adminDialer, pos []string, env Env) err
 
 func printTablets(w io.Writer, ts []*masterpb.Tablet) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLET\tTABLE\tSTART\tEND\tSERVER\tSIZE\tCOMPACTION")
+	fmt.Fprintln(tw, "TABLET\tTABLE\tSTART\tEND\tSERVER\tSIZE\tMEMTABLE\tCOMPACTION")
 	for _, t := range ts {
 		comp := "-"
 		if t.CompactionTotalBytes > 0 {
 			comp = fmt.Sprintf("%d%%", 100*t.CompactionDoneBytes/t.CompactionTotalBytes)
 		}
-		fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Server, t.Id, t.Table, showKey(t.Start, "<start>"), showKey(t.End, "<end>"),
-			t.ServerAddr, humanBytes(t.SizeBytes), comp)
+		fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Server, t.Id, t.Table, showKey(t.Start, "<start>"), showKey(t.End, "<end>"),
+			t.ServerAddr, humanBytes(t.SizeBytes), humanBytes(t.MemtableBytes), comp)
 	}
 	tw.Flush()
 }
