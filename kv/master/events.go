@@ -18,14 +18,15 @@ type Event struct {
 
 // The kinds of Event.
 const (
-	EventMaster   = "master"   // became active, or lost the master lock
-	EventAssign   = "assign"   // a tablet loaded on a server
-	EventSplit    = "split"    // a server reported a split
-	EventMerge    = "merge"    // two tablets merged
-	EventMove     = "move"     // a tablet moved to balance load
-	EventDeath    = "death"    // a server declared dead
-	EventRecovery = "recovery" // a dead server's log partitioned for its tablets
-	EventTable    = "table"    // a table created, deleted or changed
+	EventMaster     = "master"     // became active, or lost the master lock
+	EventAssign     = "assign"     // a tablet loaded on a server
+	EventSplit      = "split"      // a server reported a split, or one forced by an operator
+	EventMerge      = "merge"      // two tablets merged
+	EventMove       = "move"       // a tablet moved to balance load
+	EventDeath      = "death"      // a server declared dead
+	EventRecovery   = "recovery"   // a dead server's log partitioned for its tablets
+	EventTable      = "table"      // a table created, deleted or changed
+	EventCompaction = "compaction" // a major compaction an operator asked for, done
 )
 
 // eventRing keeps the newest events, oldest first once full.

@@ -43,6 +43,10 @@ import (
 
 // round is what the master does after each scan.
 func (m *Master) round(ctx context.Context) {
+	if m.acquire(ctx) != nil {
+		return
+	}
+	defer m.release()
 	lows := m.lowWaters() // before the descriptors are read
 	complete, descs := m.reconcile(ctx)
 	if !complete {

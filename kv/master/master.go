@@ -181,6 +181,9 @@ type Master struct {
 	// schemaMu orders schema changes, so that a conditional one compares
 	// with the schema it replaces (the master is the files' one writer).
 	schemaMu sync.Mutex
+	// busy is the upkeep token: a round, or an operator's split or move,
+	// holds it (ops.go).
+	busy chan struct{}
 
 	evMu   sync.Mutex
 	events eventRing
@@ -192,7 +195,7 @@ type Master struct {
 // New returns a master. It does no I/O; Open makes it active.
 func New(opts Options) *Master {
 	return &Master{opts: opts.withDefaults(), servers: map[string]*Server{}, conns: map[string]*grpc.ClientConn{},
-		missing: map[string]int{}, partitions: map[string]*partition{}, stop: make(chan struct{})}
+		missing: map[string]int{}, partitions: map[string]*partition{}, busy: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // Open waits for the master lock (a standby master waits here), then

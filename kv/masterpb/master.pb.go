@@ -495,6 +495,633 @@ func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
 	return file_master_proto_rawDescGZIP(), []int{9}
 }
 
+// Tablet is a served tablet. server and id name it until it moves, splits
+// or merges (ids are per server).
+type Tablet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// [start, end); an empty end is the end of the table.
+	Start      []byte `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	End        []byte `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	Server     string `protobuf:"bytes,4,opt,name=server,proto3" json:"server,omitempty"`
+	ServerAddr string `protobuf:"bytes,5,opt,name=server_addr,json=serverAddr,proto3" json:"server_addr,omitempty"`
+	Id         uint64 `protobuf:"varint,6,opt,name=id,proto3" json:"id,omitempty"`
+	SizeBytes  int64  `protobuf:"varint,7,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// The progress of a running compaction (see tablet.TabletInfo).
+	CompactionDoneBytes  int64 `protobuf:"varint,8,opt,name=compaction_done_bytes,json=compactionDoneBytes,proto3" json:"compaction_done_bytes,omitempty"`
+	CompactionTotalBytes int64 `protobuf:"varint,9,opt,name=compaction_total_bytes,json=compactionTotalBytes,proto3" json:"compaction_total_bytes,omitempty"`
+	// memtable_bytes are the tablet's writes not yet in SSTables (not in
+	// size_bytes).
+	MemtableBytes int64 `protobuf:"varint,10,opt,name=memtable_bytes,json=memtableBytes,proto3" json:"memtable_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tablet) Reset() {
+	*x = Tablet{}
+	mi := &file_master_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tablet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tablet) ProtoMessage() {}
+
+func (x *Tablet) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tablet.ProtoReflect.Descriptor instead.
+func (*Tablet) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Tablet) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *Tablet) GetStart() []byte {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *Tablet) GetEnd() []byte {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *Tablet) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Tablet) GetServerAddr() string {
+	if x != nil {
+		return x.ServerAddr
+	}
+	return ""
+}
+
+func (x *Tablet) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Tablet) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *Tablet) GetCompactionDoneBytes() int64 {
+	if x != nil {
+		return x.CompactionDoneBytes
+	}
+	return 0
+}
+
+func (x *Tablet) GetCompactionTotalBytes() int64 {
+	if x != nil {
+		return x.CompactionTotalBytes
+	}
+	return 0
+}
+
+func (x *Tablet) GetMemtableBytes() int64 {
+	if x != nil {
+		return x.MemtableBytes
+	}
+	return 0
+}
+
+type ListTabletsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// table, if set, lists only that table's tablets (NotFound if it does
+	// not exist).
+	Table         string `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTabletsRequest) Reset() {
+	*x = ListTabletsRequest{}
+	mi := &file_master_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTabletsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTabletsRequest) ProtoMessage() {}
+
+func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
+func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListTabletsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type ListTabletsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tablets are sorted by table, then start row.
+	Tablets       []*Tablet `protobuf:"bytes,1,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTabletsResponse) Reset() {
+	*x = ListTabletsResponse{}
+	mi := &file_master_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTabletsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTabletsResponse) ProtoMessage() {}
+
+func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
+func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListTabletsResponse) GetTablets() []*Tablet {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
+// TabletRef names a tablet: by server and id (as ListTablets shows them;
+// server may be an id or a server name that names one live server), or by
+// table and a row inside it.
+type TabletRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Id            uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	Table         string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Row           []byte                 `protobuf:"bytes,4,opt,name=row,proto3" json:"row,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TabletRef) Reset() {
+	*x = TabletRef{}
+	mi := &file_master_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TabletRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TabletRef) ProtoMessage() {}
+
+func (x *TabletRef) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TabletRef.ProtoReflect.Descriptor instead.
+func (*TabletRef) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TabletRef) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *TabletRef) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *TabletRef) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *TabletRef) GetRow() []byte {
+	if x != nil {
+		return x.Row
+	}
+	return nil
+}
+
+type SplitTabletRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// key, if set, is where to split: the tablet holding it is split so
+	// that its upper half starts at key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Without key: tablet names the tablet to split at its midpoint (by
+	// data size); without either, the table's largest tablet is split at
+	// its midpoint.
+	Tablet        *TabletRef `protobuf:"bytes,3,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitTabletRequest) Reset() {
+	*x = SplitTabletRequest{}
+	mi := &file_master_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitTabletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitTabletRequest) ProtoMessage() {}
+
+func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
+func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SplitTabletRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *SplitTabletRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *SplitTabletRequest) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+type SplitTabletResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tablets are the two halves, lower first.
+	Tablets       []*Tablet `protobuf:"bytes,1,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitTabletResponse) Reset() {
+	*x = SplitTabletResponse{}
+	mi := &file_master_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitTabletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitTabletResponse) ProtoMessage() {}
+
+func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
+func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SplitTabletResponse) GetTablets() []*Tablet {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
+type MoveTabletRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tablet *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// target is the server to move to (an id, or a name naming one live
+	// server); empty: the least loaded other live server.
+	Target        string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveTabletRequest) Reset() {
+	*x = MoveTabletRequest{}
+	mi := &file_master_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveTabletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveTabletRequest) ProtoMessage() {}
+
+func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveTabletRequest.ProtoReflect.Descriptor instead.
+func (*MoveTabletRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MoveTabletRequest) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *MoveTabletRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+type MoveTabletResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tablet is the tablet at its new server.
+	Tablet        *Tablet `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveTabletResponse) Reset() {
+	*x = MoveTabletResponse{}
+	mi := &file_master_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveTabletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveTabletResponse) ProtoMessage() {}
+
+func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveTabletResponse.ProtoReflect.Descriptor instead.
+func (*MoveTabletResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *MoveTabletResponse) GetTablet() *Tablet {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+type CompactTabletsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// tablet, if set, compacts only that tablet of the table.
+	Tablet        *TabletRef `protobuf:"bytes,2,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactTabletsRequest) Reset() {
+	*x = CompactTabletsRequest{}
+	mi := &file_master_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactTabletsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactTabletsRequest) ProtoMessage() {}
+
+func (x *CompactTabletsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactTabletsRequest.ProtoReflect.Descriptor instead.
+func (*CompactTabletsRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CompactTabletsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *CompactTabletsRequest) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+// CompactTabletsProgress is sent about twice a second while the
+// compactions run, and once more at the end with done set.
+type CompactTabletsProgress struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TabletsDone  int32                  `protobuf:"varint,1,opt,name=tablets_done,json=tabletsDone,proto3" json:"tablets_done,omitempty"`
+	TabletsTotal int32                  `protobuf:"varint,2,opt,name=tablets_total,json=tabletsTotal,proto3" json:"tablets_total,omitempty"`
+	// bytes_total is the size of the tablets when they were picked;
+	// bytes_done is that of the finished ones plus the progress of the
+	// running ones.
+	BytesDone     int64 `protobuf:"varint,3,opt,name=bytes_done,json=bytesDone,proto3" json:"bytes_done,omitempty"`
+	BytesTotal    int64 `protobuf:"varint,4,opt,name=bytes_total,json=bytesTotal,proto3" json:"bytes_total,omitempty"`
+	Done          bool  `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactTabletsProgress) Reset() {
+	*x = CompactTabletsProgress{}
+	mi := &file_master_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactTabletsProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactTabletsProgress) ProtoMessage() {}
+
+func (x *CompactTabletsProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactTabletsProgress.ProtoReflect.Descriptor instead.
+func (*CompactTabletsProgress) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CompactTabletsProgress) GetTabletsDone() int32 {
+	if x != nil {
+		return x.TabletsDone
+	}
+	return 0
+}
+
+func (x *CompactTabletsProgress) GetTabletsTotal() int32 {
+	if x != nil {
+		return x.TabletsTotal
+	}
+	return 0
+}
+
+func (x *CompactTabletsProgress) GetBytesDone() int64 {
+	if x != nil {
+		return x.BytesDone
+	}
+	return 0
+}
+
+func (x *CompactTabletsProgress) GetBytesTotal() int64 {
+	if x != nil {
+		return x.BytesTotal
+	}
+	return 0
+}
+
+func (x *CompactTabletsProgress) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
 type ListTablesResponse_Table struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -505,7 +1132,7 @@ type ListTablesResponse_Table struct {
 
 func (x *ListTablesResponse_Table) Reset() {
 	*x = ListTablesResponse_Table{}
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +1144,7 @@ func (x *ListTablesResponse_Table) String() string {
 func (*ListTablesResponse_Table) ProtoMessage() {}
 
 func (x *ListTablesResponse_Table) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,14 +1205,64 @@ const file_master_proto_rawDesc = "" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
 	"\x06schema\x18\x02 \x01(\fR\x06schema\x12\x1a\n" +
 	"\bexpected\x18\x03 \x01(\fR\bexpected\"\x16\n" +
-	"\x14UpdateSchemaResponse2\xb6\x03\n" +
+	"\x14UpdateSchemaResponse\"\xbf\x02\n" +
+	"\x06Tablet\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x14\n" +
+	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
+	"\x03end\x18\x03 \x01(\fR\x03end\x12\x16\n" +
+	"\x06server\x18\x04 \x01(\tR\x06server\x12\x1f\n" +
+	"\vserver_addr\x18\x05 \x01(\tR\n" +
+	"serverAddr\x12\x0e\n" +
+	"\x02id\x18\x06 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\a \x01(\x03R\tsizeBytes\x122\n" +
+	"\x15compaction_done_bytes\x18\b \x01(\x03R\x13compactionDoneBytes\x124\n" +
+	"\x16compaction_total_bytes\x18\t \x01(\x03R\x14compactionTotalBytes\x12%\n" +
+	"\x0ememtable_bytes\x18\n" +
+	" \x01(\x03R\rmemtableBytes\"*\n" +
+	"\x12ListTabletsRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"F\n" +
+	"\x13ListTabletsResponse\x12/\n" +
+	"\atablets\x18\x01 \x03(\v2\x15.cellar.master.TabletR\atablets\"[\n" +
+	"\tTabletRef\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x10\n" +
+	"\x03row\x18\x04 \x01(\fR\x03row\"n\n" +
+	"\x12SplitTabletRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x120\n" +
+	"\x06tablet\x18\x03 \x01(\v2\x18.cellar.master.TabletRefR\x06tablet\"F\n" +
+	"\x13SplitTabletResponse\x12/\n" +
+	"\atablets\x18\x01 \x03(\v2\x15.cellar.master.TabletR\atablets\"]\n" +
+	"\x11MoveTabletRequest\x120\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x18.cellar.master.TabletRefR\x06tablet\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\"C\n" +
+	"\x12MoveTabletResponse\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cellar.master.TabletR\x06tablet\"_\n" +
+	"\x15CompactTabletsRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x120\n" +
+	"\x06tablet\x18\x02 \x01(\v2\x18.cellar.master.TabletRefR\x06tablet\"\xb4\x01\n" +
+	"\x16CompactTabletsProgress\x12!\n" +
+	"\ftablets_done\x18\x01 \x01(\x05R\vtabletsDone\x12#\n" +
+	"\rtablets_total\x18\x02 \x01(\x05R\ftabletsTotal\x12\x1d\n" +
+	"\n" +
+	"bytes_done\x18\x03 \x01(\x03R\tbytesDone\x12\x1f\n" +
+	"\vbytes_total\x18\x04 \x01(\x03R\n" +
+	"bytesTotal\x12\x12\n" +
+	"\x04done\x18\x05 \x01(\bR\x04done2\x96\x06\n" +
 	"\x06Master\x12T\n" +
 	"\vCreateTable\x12!.cellar.master.CreateTableRequest\x1a\".cellar.master.CreateTableResponse\x12Q\n" +
 	"\n" +
 	"ListTables\x12 .cellar.master.ListTablesRequest\x1a!.cellar.master.ListTablesResponse\x12T\n" +
 	"\vReportSplit\x12!.cellar.master.ReportSplitRequest\x1a\".cellar.master.ReportSplitResponse\x12T\n" +
 	"\vDeleteTable\x12!.cellar.master.DeleteTableRequest\x1a\".cellar.master.DeleteTableResponse\x12W\n" +
-	"\fUpdateSchema\x12\".cellar.master.UpdateSchemaRequest\x1a#.cellar.master.UpdateSchemaResponseB(Z&github.com/cellardb/cellar/kv/masterpbb\x06proto3"
+	"\fUpdateSchema\x12\".cellar.master.UpdateSchemaRequest\x1a#.cellar.master.UpdateSchemaResponse\x12T\n" +
+	"\vListTablets\x12!.cellar.master.ListTabletsRequest\x1a\".cellar.master.ListTabletsResponse\x12T\n" +
+	"\vSplitTablet\x12!.cellar.master.SplitTabletRequest\x1a\".cellar.master.SplitTabletResponse\x12Q\n" +
+	"\n" +
+	"MoveTablet\x12 .cellar.master.MoveTabletRequest\x1a!.cellar.master.MoveTabletResponse\x12_\n" +
+	"\x0eCompactTablets\x12$.cellar.master.CompactTabletsRequest\x1a%.cellar.master.CompactTabletsProgress0\x01B(Z&github.com/cellardb/cellar/kv/masterpbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -599,7 +1276,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_master_proto_goTypes = []any{
 	(*CreateTableRequest)(nil),       // 0: cellar.master.CreateTableRequest
 	(*CreateTableResponse)(nil),      // 1: cellar.master.CreateTableResponse
@@ -611,25 +1288,49 @@ var file_master_proto_goTypes = []any{
 	(*DeleteTableResponse)(nil),      // 7: cellar.master.DeleteTableResponse
 	(*UpdateSchemaRequest)(nil),      // 8: cellar.master.UpdateSchemaRequest
 	(*UpdateSchemaResponse)(nil),     // 9: cellar.master.UpdateSchemaResponse
-	(*ListTablesResponse_Table)(nil), // 10: cellar.master.ListTablesResponse.Table
+	(*Tablet)(nil),                   // 10: cellar.master.Tablet
+	(*ListTabletsRequest)(nil),       // 11: cellar.master.ListTabletsRequest
+	(*ListTabletsResponse)(nil),      // 12: cellar.master.ListTabletsResponse
+	(*TabletRef)(nil),                // 13: cellar.master.TabletRef
+	(*SplitTabletRequest)(nil),       // 14: cellar.master.SplitTabletRequest
+	(*SplitTabletResponse)(nil),      // 15: cellar.master.SplitTabletResponse
+	(*MoveTabletRequest)(nil),        // 16: cellar.master.MoveTabletRequest
+	(*MoveTabletResponse)(nil),       // 17: cellar.master.MoveTabletResponse
+	(*CompactTabletsRequest)(nil),    // 18: cellar.master.CompactTabletsRequest
+	(*CompactTabletsProgress)(nil),   // 19: cellar.master.CompactTabletsProgress
+	(*ListTablesResponse_Table)(nil), // 20: cellar.master.ListTablesResponse.Table
 }
 var file_master_proto_depIdxs = []int32{
-	10, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
-	0,  // 1: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
-	2,  // 2: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
-	4,  // 3: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
-	6,  // 4: cellar.master.Master.DeleteTable:input_type -> cellar.master.DeleteTableRequest
-	8,  // 5: cellar.master.Master.UpdateSchema:input_type -> cellar.master.UpdateSchemaRequest
-	1,  // 6: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
-	3,  // 7: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
-	5,  // 8: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
-	7,  // 9: cellar.master.Master.DeleteTable:output_type -> cellar.master.DeleteTableResponse
-	9,  // 10: cellar.master.Master.UpdateSchema:output_type -> cellar.master.UpdateSchemaResponse
-	6,  // [6:11] is the sub-list for method output_type
-	1,  // [1:6] is the sub-list for method input_type
-	1,  // [1:1] is the sub-list for extension type_name
-	1,  // [1:1] is the sub-list for extension extendee
-	0,  // [0:1] is the sub-list for field type_name
+	20, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
+	10, // 1: cellar.master.ListTabletsResponse.tablets:type_name -> cellar.master.Tablet
+	13, // 2: cellar.master.SplitTabletRequest.tablet:type_name -> cellar.master.TabletRef
+	10, // 3: cellar.master.SplitTabletResponse.tablets:type_name -> cellar.master.Tablet
+	13, // 4: cellar.master.MoveTabletRequest.tablet:type_name -> cellar.master.TabletRef
+	10, // 5: cellar.master.MoveTabletResponse.tablet:type_name -> cellar.master.Tablet
+	13, // 6: cellar.master.CompactTabletsRequest.tablet:type_name -> cellar.master.TabletRef
+	0,  // 7: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
+	2,  // 8: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
+	4,  // 9: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
+	6,  // 10: cellar.master.Master.DeleteTable:input_type -> cellar.master.DeleteTableRequest
+	8,  // 11: cellar.master.Master.UpdateSchema:input_type -> cellar.master.UpdateSchemaRequest
+	11, // 12: cellar.master.Master.ListTablets:input_type -> cellar.master.ListTabletsRequest
+	14, // 13: cellar.master.Master.SplitTablet:input_type -> cellar.master.SplitTabletRequest
+	16, // 14: cellar.master.Master.MoveTablet:input_type -> cellar.master.MoveTabletRequest
+	18, // 15: cellar.master.Master.CompactTablets:input_type -> cellar.master.CompactTabletsRequest
+	1,  // 16: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
+	3,  // 17: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
+	5,  // 18: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
+	7,  // 19: cellar.master.Master.DeleteTable:output_type -> cellar.master.DeleteTableResponse
+	9,  // 20: cellar.master.Master.UpdateSchema:output_type -> cellar.master.UpdateSchemaResponse
+	12, // 21: cellar.master.Master.ListTablets:output_type -> cellar.master.ListTabletsResponse
+	15, // 22: cellar.master.Master.SplitTablet:output_type -> cellar.master.SplitTabletResponse
+	17, // 23: cellar.master.Master.MoveTablet:output_type -> cellar.master.MoveTabletResponse
+	19, // 24: cellar.master.Master.CompactTablets:output_type -> cellar.master.CompactTabletsProgress
+	16, // [16:25] is the sub-list for method output_type
+	7,  // [7:16] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -643,7 +1344,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,11 +22,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Master_CreateTable_FullMethodName  = "/cellar.master.Master/CreateTable"
-	Master_ListTables_FullMethodName   = "/cellar.master.Master/ListTables"
-	Master_ReportSplit_FullMethodName  = "/cellar.master.Master/ReportSplit"
-	Master_DeleteTable_FullMethodName  = "/cellar.master.Master/DeleteTable"
-	Master_UpdateSchema_FullMethodName = "/cellar.master.Master/UpdateSchema"
+	Master_CreateTable_FullMethodName    = "/cellar.master.Master/CreateTable"
+	Master_ListTables_FullMethodName     = "/cellar.master.Master/ListTables"
+	Master_ReportSplit_FullMethodName    = "/cellar.master.Master/ReportSplit"
+	Master_DeleteTable_FullMethodName    = "/cellar.master.Master/DeleteTable"
+	Master_UpdateSchema_FullMethodName   = "/cellar.master.Master/UpdateSchema"
+	Master_ListTablets_FullMethodName    = "/cellar.master.Master/ListTablets"
+	Master_SplitTablet_FullMethodName    = "/cellar.master.Master/SplitTablet"
+	Master_MoveTablet_FullMethodName     = "/cellar.master.Master/MoveTablet"
+	Master_CompactTablets_FullMethodName = "/cellar.master.Master/CompactTablets"
 )
 
 // MasterClient is the client API for Master service.
@@ -43,6 +47,19 @@ type MasterClient interface {
 	// UpdateSchema replaces a table's schema: families added, dropped (with
 	// their data) or given new GC rules.
 	UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error)
+	// ListTablets lists the tablets the live servers serve, with their
+	// ranges, servers and sizes.
+	ListTablets(ctx context.Context, in *ListTabletsRequest, opts ...grpc.CallOption) (*ListTabletsResponse, error)
+	// SplitTablet forces a split: of the tablet holding key at key, or of
+	// one tablet at its midpoint.
+	SplitTablet(ctx context.Context, in *SplitTabletRequest, opts ...grpc.CallOption) (*SplitTabletResponse, error)
+	// MoveTablet moves a tablet to a named live server, or to the least
+	// loaded other one, through the master's assignment (unload, then load
+	// from METADATA).
+	MoveTablet(ctx context.Context, in *MoveTabletRequest, opts ...grpc.CallOption) (*MoveTabletResponse, error)
+	// CompactTablets runs a major compaction of a table's tablets, or of
+	// one, and streams its progress until it is done.
+	CompactTablets(ctx context.Context, in *CompactTabletsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CompactTabletsProgress], error)
 }
 
 type masterClient struct {
@@ -103,6 +120,55 @@ func (c *masterClient) UpdateSchema(ctx context.Context, in *UpdateSchemaRequest
 	return out, nil
 }
 
+func (c *masterClient) ListTablets(ctx context.Context, in *ListTabletsRequest, opts ...grpc.CallOption) (*ListTabletsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTabletsResponse)
+	err := c.cc.Invoke(ctx, Master_ListTablets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) SplitTablet(ctx context.Context, in *SplitTabletRequest, opts ...grpc.CallOption) (*SplitTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SplitTabletResponse)
+	err := c.cc.Invoke(ctx, Master_SplitTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) MoveTablet(ctx context.Context, in *MoveTabletRequest, opts ...grpc.CallOption) (*MoveTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveTabletResponse)
+	err := c.cc.Invoke(ctx, Master_MoveTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) CompactTablets(ctx context.Context, in *CompactTabletsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CompactTabletsProgress], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Master_ServiceDesc.Streams[0], Master_CompactTablets_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CompactTabletsRequest, CompactTabletsProgress]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Master_CompactTabletsClient = grpc.ServerStreamingClient[CompactTabletsProgress]
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -117,6 +183,19 @@ type MasterServer interface {
 	// UpdateSchema replaces a table's schema: families added, dropped (with
 	// their data) or given new GC rules.
 	UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error)
+	// ListTablets lists the tablets the live servers serve, with their
+	// ranges, servers and sizes.
+	ListTablets(context.Context, *ListTabletsRequest) (*ListTabletsResponse, error)
+	// SplitTablet forces a split: of the tablet holding key at key, or of
+	// one tablet at its midpoint.
+	SplitTablet(context.Context, *SplitTabletRequest) (*SplitTabletResponse, error)
+	// MoveTablet moves a tablet to a named live server, or to the least
+	// loaded other one, through the master's assignment (unload, then load
+	// from METADATA).
+	MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error)
+	// CompactTablets runs a major compaction of a table's tablets, or of
+	// one, and streams its progress until it is done.
+	CompactTablets(*CompactTabletsRequest, grpc.ServerStreamingServer[CompactTabletsProgress]) error
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -141,6 +220,18 @@ func (UnimplementedMasterServer) DeleteTable(context.Context, *DeleteTableReques
 }
 func (UnimplementedMasterServer) UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateSchema not implemented")
+}
+func (UnimplementedMasterServer) ListTablets(context.Context, *ListTabletsRequest) (*ListTabletsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTablets not implemented")
+}
+func (UnimplementedMasterServer) SplitTablet(context.Context, *SplitTabletRequest) (*SplitTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SplitTablet not implemented")
+}
+func (UnimplementedMasterServer) MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveTablet not implemented")
+}
+func (UnimplementedMasterServer) CompactTablets(*CompactTabletsRequest, grpc.ServerStreamingServer[CompactTabletsProgress]) error {
+	return status.Error(codes.Unimplemented, "method CompactTablets not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -253,6 +344,71 @@ func _Master_UpdateSchema_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_ListTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTabletsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).ListTablets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_ListTablets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).ListTablets(ctx, req.(*ListTabletsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_SplitTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SplitTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SplitTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SplitTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SplitTablet(ctx, req.(*SplitTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_MoveTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).MoveTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_MoveTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).MoveTablet(ctx, req.(*MoveTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_CompactTablets_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CompactTabletsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MasterServer).CompactTablets(m, &grpc.GenericServerStream[CompactTabletsRequest, CompactTabletsProgress]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Master_CompactTabletsServer = grpc.ServerStreamingServer[CompactTabletsProgress]
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -280,7 +436,25 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "UpdateSchema",
 			Handler:    _Master_UpdateSchema_Handler,
 		},
+		{
+			MethodName: "ListTablets",
+			Handler:    _Master_ListTablets_Handler,
+		},
+		{
+			MethodName: "SplitTablet",
+			Handler:    _Master_SplitTablet_Handler,
+		},
+		{
+			MethodName: "MoveTablet",
+			Handler:    _Master_MoveTablet_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "CompactTablets",
+			Handler:       _Master_CompactTablets_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "master.proto",
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/cellardb/cellar/kv/dfs"
@@ -356,6 +355,9 @@ func (t *Tablet) compact(ctx context.Context, force bool) error {
 	majorAll := force || (t.s.opts.MajorCompactionInterval > 0 &&
 		t.s.nowMicros()-t.lastMajor.Load() >= t.s.opts.MajorCompactionInterval.Microseconds())
 	didMajor := true
+	type job struct{ g, k int }
+	var jobs []job
+	var total int64
 	for g, files := range v.groups {
 		if g >= len(si.groups) {
 			break
@@ -373,7 +375,18 @@ func (t *Tablet) compact(ctx context.Context, force bool) error {
 		if k < len(files) {
 			didMajor = false
 		}
-		if err := t.compactGroup(ctx, si, g, files[:k], k == len(files)); err != nil {
+		jobs = append(jobs, job{g, k})
+		for _, f := range files[:k] {
+			total += int64(inRangeBytes(f, t.rng))
+		}
+	}
+	if len(jobs) > 0 {
+		t.progress.start(total, majorAll && didMajor, time.UnixMicro(t.s.nowMicros()))
+		defer t.progress.end()
+	}
+	for _, j := range jobs {
+		files := v.groups[j.g]
+		if err := t.compactGroup(ctx, si, j.g, files[:j.k], j.k == len(files)); err != nil {
 			return err
 		}
 	}
@@ -392,18 +405,23 @@ func (t *Tablet) compact(ctx context.Context, force bool) error {
 func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs []*table, major bool) error {
 	start := time.Now()
 	var expected int
-	var inBytes int64
+	var inBytes, rangeBytes int64
+	var rangeEntries float64 // the entries estimated to lie in the tablet's range
 	its := make([]iter, 0, len(inputs))
 	for _, f := range inputs {
 		expected += int(f.meta.Entries)
 		inBytes += int64(f.meta.Size)
+		rb := inRangeBytes(f, t.rng)
+		rangeBytes += int64(rb)
+		if f.meta.Size > 0 {
+			rangeEntries += float64(f.meta.Entries) * float64(rb) / float64(f.meta.Size)
+		}
 		its = append(its, f.r.NewIter())
 	}
+	base := t.progress.done.Load()
 	m := &mergeIter{iters: its}
 	defer m.Close()
-	prog := &compactionProgress{group: si.groups[g].Name, major: major, inputEntries: int64(expected), started: time.UnixMicro(t.s.nowMicros())}
-	t.compacting.Store(prog)
-	defer t.compacting.Store(nil)
+	t.progress.setGroup(si.groups[g].Name)
 	b, err := t.s.newBuilder(si.groups[g], expected)
 	if err != nil {
 		return err
@@ -420,10 +438,12 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 			break
 		}
 		if n++; n%4096 == 0 {
-			prog.done.Store(int64(n))
 			if err := ctx.Err(); err != nil {
 				b.abort()
 				return err
+			}
+			if rangeEntries > 0 {
+				t.progress.done.Store(base + min(rangeBytes, int64(float64(rangeBytes)*float64(n)/rangeEntries)))
 			}
 		}
 		if err := c.entry(key, m.Value()); err != nil {
@@ -431,11 +451,11 @@ func (t *Tablet) compactGroup(ctx context.Context, si *schemaInfo, g int, inputs
 			return err
 		}
 	}
-	prog.done.Store(int64(n))
 	if err := m.err; err != nil {
 		b.abort()
 		return fmt.Errorf("compaction of tablet %d: %w", t.id, err)
 	}
+	t.progress.done.Store(base + rangeBytes)
 	var out *table
 	if b.n > 0 {
 		if out, err = b.finish(); err != nil {
@@ -548,14 +568,4 @@ func (c *compactor) entry(key, value []byte) error {
 		return nil
 	}
 	return c.out.add(key, value)
-}
-
-// compactionProgress tracks a running compaction; the compacting goroutine
-// advances done every few thousand entries.
-type compactionProgress struct {
-	group        string
-	major        bool
-	inputEntries int64
-	started      time.Time
-	done         atomic.Int64
 }

@@ -1379,17 +1379,6 @@ type TabletStats struct {
 	Compaction *CompactionProgress
 }
 
-// CompactionProgress describes a running merging or major compaction.
-type CompactionProgress struct {
-	Group string
-	Major bool
-	// InputEntries is how many entries the input files hold; DoneEntries
-	// how many of them the compaction has merged so far (it advances in
-	// steps of a few thousand).
-	InputEntries, DoneEntries int64
-	Started                   time.Time
-}
-
 // GroupStats describe one locality group of a tablet.
 type GroupStats struct {
 	Name  string
@@ -1435,8 +1424,8 @@ func (s *Store) Stats() Stats {
 			ts.Groups = append(ts.Groups, gs)
 		}
 		v.unref()
-		if p := t.compacting.Load(); p != nil {
-			ts.Compaction = &CompactionProgress{Group: p.group, Major: p.major, InputEntries: p.inputEntries, DoneEntries: p.done.Load(), Started: p.started}
+		if c := t.Compaction(); c.Running {
+			ts.Compaction = &c
 		}
 		st.Tablets = append(st.Tablets, ts)
 	}

@@ -101,8 +101,8 @@ type Tablet struct {
 	flushQueued   atomic.Bool
 	compactQueued atomic.Bool
 	lastMajor     atomic.Int64
-	// compacting is the compaction running now, for Stats.
-	compacting atomic.Pointer[compactionProgress]
+	// progress is the compaction running now, for Stats.
+	progress compactionProgress
 	// bgErr is the error of the last flush, if it failed; stalled writers
 	// return it instead of waiting for a flush that cannot succeed yet.
 	bgErr atomic.Pointer[error]

@@ -2123,11 +2123,19 @@ func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
 }
 
 type TabletInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
-	Range         *RowRange              `protobuf:"bytes,3,opt,name=range,proto3" json:"range,omitempty"`
-	SizeBytes     int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Table     string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	Range     *RowRange              `protobuf:"bytes,3,opt,name=range,proto3" json:"range,omitempty"`
+	SizeBytes int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// While a compaction of the tablet runs, compaction_total_bytes is the
+	// bytes of its input in the tablet's range and compaction_done_bytes
+	// those merged so far (an estimate); both are zero otherwise.
+	CompactionDoneBytes  int64 `protobuf:"varint,5,opt,name=compaction_done_bytes,json=compactionDoneBytes,proto3" json:"compaction_done_bytes,omitempty"`
+	CompactionTotalBytes int64 `protobuf:"varint,6,opt,name=compaction_total_bytes,json=compactionTotalBytes,proto3" json:"compaction_total_bytes,omitempty"`
+	CompactionMajor      bool  `protobuf:"varint,7,opt,name=compaction_major,json=compactionMajor,proto3" json:"compaction_major,omitempty"`
+	// memtable_bytes are the tablet's writes not yet in SSTables.
+	MemtableBytes int64 `protobuf:"varint,8,opt,name=memtable_bytes,json=memtableBytes,proto3" json:"memtable_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2186,6 +2194,34 @@ func (x *TabletInfo) GetRange() *RowRange {
 func (x *TabletInfo) GetSizeBytes() int64 {
 	if x != nil {
 		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetCompactionDoneBytes() int64 {
+	if x != nil {
+		return x.CompactionDoneBytes
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetCompactionTotalBytes() int64 {
+	if x != nil {
+		return x.CompactionTotalBytes
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetCompactionMajor() bool {
+	if x != nil {
+		return x.CompactionMajor
+	}
+	return false
+}
+
+func (x *TabletInfo) GetMemtableBytes() int64 {
+	if x != nil {
+		return x.MemtableBytes
 	}
 	return 0
 }
@@ -3380,6 +3416,219 @@ func (x *AggregateResponse) GetStats() *ReadStats {
 	return nil
 }
 
+type SplitTabletRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Id    uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	// key is the row the upper half starts at; empty: the tablet's midpoint
+	// by data size (its memtable is flushed first).
+	Key           []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitTabletRequest) Reset() {
+	*x = SplitTabletRequest{}
+	mi := &file_tablet_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitTabletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitTabletRequest) ProtoMessage() {}
+
+func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
+func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *SplitTabletRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *SplitTabletRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SplitTabletRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type SplitTabletResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tablets are the two halves, lower first.
+	Tablets       []*TabletInfo `protobuf:"bytes,1,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitTabletResponse) Reset() {
+	*x = SplitTabletResponse{}
+	mi := &file_tablet_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitTabletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitTabletResponse) ProtoMessage() {}
+
+func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
+func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *SplitTabletResponse) GetTablets() []*TabletInfo {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
+type CompactTabletRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Id            uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactTabletRequest) Reset() {
+	*x = CompactTabletRequest{}
+	mi := &file_tablet_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactTabletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactTabletRequest) ProtoMessage() {}
+
+func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactTabletRequest.ProtoReflect.Descriptor instead.
+func (*CompactTabletRequest) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CompactTabletRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *CompactTabletRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type CompactTabletResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tablet *TabletInfo            `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// input_bytes is the tablet's SSTable data when the compaction began,
+	// after the flush of its memtable.
+	InputBytes    int64 `protobuf:"varint,2,opt,name=input_bytes,json=inputBytes,proto3" json:"input_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactTabletResponse) Reset() {
+	*x = CompactTabletResponse{}
+	mi := &file_tablet_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactTabletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactTabletResponse) ProtoMessage() {}
+
+func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactTabletResponse.ProtoReflect.Descriptor instead.
+func (*CompactTabletResponse) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CompactTabletResponse) GetTablet() *TabletInfo {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *CompactTabletResponse) GetInputBytes() int64 {
+	if x != nil {
+		return x.InputBytes
+	}
+	return 0
+}
+
 type Mutation_SetCell struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -3393,7 +3642,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3654,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3460,7 +3709,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3472,7 +3721,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +3767,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3530,7 +3779,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3561,7 +3810,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3573,7 +3822,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3599,7 +3848,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[54]
+	mi := &file_tablet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3860,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[54]
+	mi := &file_tablet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +3905,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[55]
+	mi := &file_tablet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3917,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[55]
+	mi := &file_tablet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3752,7 +4001,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +4013,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3814,7 +4063,7 @@ type AggregateResponse_Group struct {
 
 func (x *AggregateResponse_Group) Reset() {
 	*x = AggregateResponse_Group{}
-	mi := &file_tablet_proto_msgTypes[58]
+	mi := &file_tablet_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3826,7 +4075,7 @@ func (x *AggregateResponse_Group) String() string {
 func (*AggregateResponse_Group) ProtoMessage() {}
 
 func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[58]
+	mi := &file_tablet_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3879,7 +4128,7 @@ type AggregateResponse_AggValue struct {
 
 func (x *AggregateResponse_AggValue) Reset() {
 	*x = AggregateResponse_AggValue{}
-	mi := &file_tablet_proto_msgTypes[59]
+	mi := &file_tablet_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +4140,7 @@ func (x *AggregateResponse_AggValue) String() string {
 func (*AggregateResponse_AggValue) ProtoMessage() {}
 
 func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[59]
+	mi := &file_tablet_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4121,14 +4370,18 @@ const file_tablet_proto_rawDesc = "" +
 	"\arow_key\x18\x01 \x01(\fR\x06rowKey\x12!\n" +
 	"\foffset_bytes\x18\x02 \x01(\x03R\voffsetBytes\x12\x1b\n" +
 	"\tstart_key\x18\x03 \x01(\fR\bstartKey\"\x14\n" +
-	"\x12ListTabletsRequest\"\x80\x01\n" +
+	"\x12ListTabletsRequest\"\xbc\x02\n" +
 	"\n" +
 	"TabletInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12-\n" +
 	"\x05range\x18\x03 \x01(\v2\x17.cellar.tablet.RowRangeR\x05range\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\"\x7f\n" +
+	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x122\n" +
+	"\x15compaction_done_bytes\x18\x05 \x01(\x03R\x13compactionDoneBytes\x124\n" +
+	"\x16compaction_total_bytes\x18\x06 \x01(\x03R\x14compactionTotalBytes\x12)\n" +
+	"\x10compaction_major\x18\a \x01(\bR\x0fcompactionMajor\x12%\n" +
+	"\x0ememtable_bytes\x18\b \x01(\x03R\rmemtableBytes\"\x7f\n" +
 	"\x13ListTabletsResponse\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x123\n" +
 	"\atablets\x18\x02 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\x12\x1b\n" +
@@ -4212,7 +4465,20 @@ const file_tablet_proto_rawDesc = "" +
 	"\x06values\x18\x03 \x03(\v2).cellar.tablet.AggregateResponse.AggValueR\x06values\x1a6\n" +
 	"\bAggValue\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value2\xae\v\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"L\n" +
+	"\x12SplitTabletRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\"J\n" +
+	"\x13SplitTabletResponse\x123\n" +
+	"\atablets\x18\x01 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\"<\n" +
+	"\x14CompactTabletRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\"k\n" +
+	"\x15CompactTabletResponse\x121\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x19.cellar.tablet.TabletInfoR\x06tablet\x12\x1f\n" +
+	"\vinput_bytes\x18\x02 \x01(\x03R\n" +
+	"inputBytes2\xe0\f\n" +
 	"\fTabletServer\x12H\n" +
 	"\aReadRow\x12\x1d.cellar.tablet.ReadRowRequest\x1a\x1e.cellar.tablet.ReadRowResponse\x12A\n" +
 	"\x04Scan\x12\x1a.cellar.tablet.ScanRequest\x1a\x1b.cellar.tablet.ScanResponse0\x01\x12N\n" +
@@ -4232,7 +4498,9 @@ const file_tablet_proto_rawDesc = "" +
 	"\tDropTable\x12\x1f.cellar.tablet.DropTableRequest\x1a .cellar.tablet.DropTableResponse\x12W\n" +
 	"\fUpdateSchema\x12\".cellar.tablet.UpdateSchemaRequest\x1a#.cellar.tablet.UpdateSchemaResponse\x12N\n" +
 	"\tListFiles\x12\x1f.cellar.tablet.ListFilesRequest\x1a .cellar.tablet.ListFilesResponse\x12N\n" +
-	"\tAggregate\x12\x1f.cellar.tablet.AggregateRequest\x1a .cellar.tablet.AggregateResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
+	"\tAggregate\x12\x1f.cellar.tablet.AggregateRequest\x1a .cellar.tablet.AggregateResponse\x12T\n" +
+	"\vSplitTablet\x12!.cellar.tablet.SplitTabletRequest\x1a\".cellar.tablet.SplitTabletResponse\x12Z\n" +
+	"\rCompactTablet\x12#.cellar.tablet.CompactTabletRequest\x1a$.cellar.tablet.CompactTabletResponseB(Z&github.com/cellardb/cellar/kv/tabletpbb\x06proto3"
 
 var (
 	file_tablet_proto_rawDescOnce sync.Once
@@ -4247,7 +4515,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_tablet_proto_goTypes = []any{
 	(RowFilter_Kind)(0),                  // 0: cellar.tablet.RowFilter.Kind
 	(Bound_Kind)(0),                      // 1: cellar.tablet.Bound.Kind
@@ -4303,16 +4571,20 @@ var file_tablet_proto_goTypes = []any{
 	(*ColumnRef)(nil),                    // 51: cellar.tablet.ColumnRef
 	(*AggSpec)(nil),                      // 52: cellar.tablet.AggSpec
 	(*AggregateResponse)(nil),            // 53: cellar.tablet.AggregateResponse
-	(*Mutation_SetCell)(nil),             // 54: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 55: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 56: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 57: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 58: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 59: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 60: cellar.tablet.SampleRowKeysResponse.Sample
-	nil,                                  // 61: cellar.tablet.PartitionLogRequest.RedoEntry
-	(*AggregateResponse_Group)(nil),      // 62: cellar.tablet.AggregateResponse.Group
-	(*AggregateResponse_AggValue)(nil),   // 63: cellar.tablet.AggregateResponse.AggValue
+	(*SplitTabletRequest)(nil),           // 54: cellar.tablet.SplitTabletRequest
+	(*SplitTabletResponse)(nil),          // 55: cellar.tablet.SplitTabletResponse
+	(*CompactTabletRequest)(nil),         // 56: cellar.tablet.CompactTabletRequest
+	(*CompactTabletResponse)(nil),        // 57: cellar.tablet.CompactTabletResponse
+	(*Mutation_SetCell)(nil),             // 58: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 59: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 60: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 61: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 62: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 63: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 64: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 65: cellar.tablet.PartitionLogRequest.RedoEntry
+	(*AggregateResponse_Group)(nil),      // 66: cellar.tablet.AggregateResponse.Group
+	(*AggregateResponse_AggValue)(nil),   // 67: cellar.tablet.AggregateResponse.AggValue
 }
 var file_tablet_proto_depIdxs = []int32{
 	4,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
@@ -4329,10 +4601,10 @@ var file_tablet_proto_depIdxs = []int32{
 	7,  // 11: cellar.tablet.RowFilter.time:type_name -> cellar.tablet.TimeRange
 	1,  // 12: cellar.tablet.Bound.kind:type_name -> cellar.tablet.Bound.Kind
 	2,  // 13: cellar.tablet.Condition.op:type_name -> cellar.tablet.Condition.Op
-	54, // 14: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	55, // 15: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	56, // 16: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	57, // 17: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	58, // 14: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	59, // 15: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	60, // 16: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	61, // 17: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
 	8,  // 18: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
 	5,  // 19: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
 	11, // 20: cellar.tablet.ReadRowResponse.stats:type_name -> cellar.tablet.ReadStats
@@ -4341,20 +4613,20 @@ var file_tablet_proto_depIdxs = []int32{
 	5,  // 23: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
 	11, // 24: cellar.tablet.ScanResponse.stats:type_name -> cellar.tablet.ReadStats
 	13, // 25: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	58, // 26: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	62, // 26: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
 	21, // 27: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	59, // 28: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	63, // 28: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
 	4,  // 29: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
 	8,  // 30: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
 	13, // 31: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
 	13, // 32: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
 	26, // 33: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
-	60, // 34: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	64, // 34: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
 	6,  // 35: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
 	31, // 36: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
 	31, // 37: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
 	31, // 38: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	61, // 39: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	65, // 39: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
 	31, // 40: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
 	6,  // 41: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
 	8,  // 42: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
@@ -4363,50 +4635,56 @@ var file_tablet_proto_depIdxs = []int32{
 	51, // 45: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
 	3,  // 46: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
 	51, // 47: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
-	62, // 48: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
+	66, // 48: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
 	11, // 49: cellar.tablet.AggregateResponse.stats:type_name -> cellar.tablet.ReadStats
-	7,  // 50: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	13, // 51: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	63, // 52: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
-	14, // 53: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	16, // 54: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	18, // 55: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	20, // 56: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	23, // 57: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	25, // 58: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	28, // 59: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	30, // 60: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	33, // 61: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
-	35, // 62: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
-	37, // 63: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
-	39, // 64: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
-	41, // 65: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
-	43, // 66: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
-	45, // 67: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
-	47, // 68: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
-	49, // 69: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
-	15, // 70: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	17, // 71: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	19, // 72: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	22, // 73: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	24, // 74: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	27, // 75: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	29, // 76: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	32, // 77: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	34, // 78: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	36, // 79: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
-	38, // 80: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
-	40, // 81: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
-	42, // 82: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
-	44, // 83: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
-	46, // 84: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
-	48, // 85: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
-	53, // 86: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
-	70, // [70:87] is the sub-list for method output_type
-	53, // [53:70] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	31, // 50: cellar.tablet.SplitTabletResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	31, // 51: cellar.tablet.CompactTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	7,  // 52: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	13, // 53: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	67, // 54: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
+	14, // 55: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	16, // 56: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	18, // 57: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	20, // 58: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	23, // 59: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	25, // 60: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	28, // 61: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	30, // 62: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	33, // 63: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	35, // 64: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
+	37, // 65: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
+	39, // 66: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
+	41, // 67: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
+	43, // 68: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
+	45, // 69: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
+	47, // 70: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
+	49, // 71: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
+	54, // 72: cellar.tablet.TabletServer.SplitTablet:input_type -> cellar.tablet.SplitTabletRequest
+	56, // 73: cellar.tablet.TabletServer.CompactTablet:input_type -> cellar.tablet.CompactTabletRequest
+	15, // 74: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	17, // 75: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	19, // 76: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	22, // 77: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	24, // 78: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	27, // 79: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	29, // 80: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	32, // 81: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	34, // 82: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	36, // 83: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	38, // 84: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	40, // 85: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	42, // 86: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	44, // 87: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	46, // 88: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	48, // 89: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
+	53, // 90: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
+	55, // 91: cellar.tablet.TabletServer.SplitTablet:output_type -> cellar.tablet.SplitTabletResponse
+	57, // 92: cellar.tablet.TabletServer.CompactTablet:output_type -> cellar.tablet.CompactTabletResponse
+	74, // [74:93] is the sub-list for method output_type
+	55, // [55:74] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -4424,7 +4702,7 @@ func file_tablet_proto_init() {
 		(*GroupKey_RowKey)(nil),
 		(*GroupKey_Column)(nil),
 	}
-	file_tablet_proto_msgTypes[55].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[59].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -4434,7 +4712,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   60,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

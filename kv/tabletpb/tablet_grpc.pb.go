@@ -39,6 +39,8 @@ const (
 	TabletServer_UpdateSchema_FullMethodName    = "/cellar.tablet.TabletServer/UpdateSchema"
 	TabletServer_ListFiles_FullMethodName       = "/cellar.tablet.TabletServer/ListFiles"
 	TabletServer_Aggregate_FullMethodName       = "/cellar.tablet.TabletServer/Aggregate"
+	TabletServer_SplitTablet_FullMethodName     = "/cellar.tablet.TabletServer/SplitTablet"
+	TabletServer_CompactTablet_FullMethodName   = "/cellar.tablet.TabletServer/CompactTablet"
 )
 
 // TabletServerClient is the client API for TabletServer service.
@@ -85,6 +87,13 @@ type TabletServerClient interface {
 	// maximums by group) over the rows of row ranges of one tablet that
 	// pass a filter; the client merges the partials of its calls.
 	Aggregate(ctx context.Context, in *AggregateRequest, opts ...grpc.CallOption) (*AggregateResponse, error)
+	// SplitTablet splits a tablet at a row, or at its midpoint, at the
+	// master's request (an operator's forced split); the split is recorded
+	// in METADATA and reported as the automatic ones are.
+	SplitTablet(ctx context.Context, in *SplitTabletRequest, opts ...grpc.CallOption) (*SplitTabletResponse, error)
+	// CompactTablet runs a major compaction of a tablet and returns when it
+	// is done; ListTablets shows its progress meanwhile.
+	CompactTablet(ctx context.Context, in *CompactTabletRequest, opts ...grpc.CallOption) (*CompactTabletResponse, error)
 }
 
 type tabletServerClient struct {
@@ -274,6 +283,26 @@ func (c *tabletServerClient) Aggregate(ctx context.Context, in *AggregateRequest
 	return out, nil
 }
 
+func (c *tabletServerClient) SplitTablet(ctx context.Context, in *SplitTabletRequest, opts ...grpc.CallOption) (*SplitTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SplitTabletResponse)
+	err := c.cc.Invoke(ctx, TabletServer_SplitTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) CompactTablet(ctx context.Context, in *CompactTabletRequest, opts ...grpc.CallOption) (*CompactTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompactTabletResponse)
+	err := c.cc.Invoke(ctx, TabletServer_CompactTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TabletServerServer is the server API for TabletServer service.
 // All implementations must embed UnimplementedTabletServerServer
 // for forward compatibility.
@@ -318,6 +347,13 @@ type TabletServerServer interface {
 	// maximums by group) over the rows of row ranges of one tablet that
 	// pass a filter; the client merges the partials of its calls.
 	Aggregate(context.Context, *AggregateRequest) (*AggregateResponse, error)
+	// SplitTablet splits a tablet at a row, or at its midpoint, at the
+	// master's request (an operator's forced split); the split is recorded
+	// in METADATA and reported as the automatic ones are.
+	SplitTablet(context.Context, *SplitTabletRequest) (*SplitTabletResponse, error)
+	// CompactTablet runs a major compaction of a tablet and returns when it
+	// is done; ListTablets shows its progress meanwhile.
+	CompactTablet(context.Context, *CompactTabletRequest) (*CompactTabletResponse, error)
 	mustEmbedUnimplementedTabletServerServer()
 }
 
@@ -378,6 +414,12 @@ func (UnimplementedTabletServerServer) ListFiles(context.Context, *ListFilesRequ
 }
 func (UnimplementedTabletServerServer) Aggregate(context.Context, *AggregateRequest) (*AggregateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Aggregate not implemented")
+}
+func (UnimplementedTabletServerServer) SplitTablet(context.Context, *SplitTabletRequest) (*SplitTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SplitTablet not implemented")
+}
+func (UnimplementedTabletServerServer) CompactTablet(context.Context, *CompactTabletRequest) (*CompactTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompactTablet not implemented")
 }
 func (UnimplementedTabletServerServer) mustEmbedUnimplementedTabletServerServer() {}
 func (UnimplementedTabletServerServer) testEmbeddedByValue()                      {}
@@ -699,6 +741,42 @@ func _TabletServer_Aggregate_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TabletServer_SplitTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SplitTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).SplitTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_SplitTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).SplitTablet(ctx, req.(*SplitTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_CompactTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompactTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).CompactTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_CompactTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).CompactTablet(ctx, req.(*CompactTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TabletServer_ServiceDesc is the grpc.ServiceDesc for TabletServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -769,6 +847,14 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Aggregate",
 			Handler:    _TabletServer_Aggregate_Handler,
+		},
+		{
+			MethodName: "SplitTablet",
+			Handler:    _TabletServer_SplitTablet_Handler,
+		},
+		{
+			MethodName: "CompactTablet",
+			Handler:    _TabletServer_CompactTablet_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

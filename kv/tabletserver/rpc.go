@@ -675,9 +675,7 @@ func (s *Server) ListTablets(ctx context.Context, _ *pb.ListTabletsRequest) (*pb
 	}
 	out := &pb.ListTabletsResponse{Server: s.opts.ID, LowWater: s.opts.Store.LowWater()}
 	for _, t := range s.opts.Store.Tablets() {
-		r := t.Range()
-		out.Tablets = append(out.Tablets, &pb.TabletInfo{Id: t.ID(), Table: t.Table(),
-			Range: &pb.RowRange{Start: r.Start, End: r.End}, SizeBytes: int64(t.Size())})
+		out.Tablets = append(out.Tablets, tabletInfo(t))
 	}
 	return out, nil
 }
@@ -710,7 +708,9 @@ func (s *Server) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*
 
 func tabletInfo(t *tablet.Tablet) *pb.TabletInfo {
 	r := t.Range()
-	return &pb.TabletInfo{Id: t.ID(), Table: t.Table(), Range: &pb.RowRange{Start: r.Start, End: r.End}, SizeBytes: int64(t.Size())}
+	c := t.Compaction()
+	return &pb.TabletInfo{Id: t.ID(), Table: t.Table(), Range: &pb.RowRange{Start: r.Start, End: r.End}, SizeBytes: int64(t.Size()),
+		CompactionDoneBytes: c.DoneBytes, CompactionTotalBytes: c.TotalBytes, CompactionMajor: c.Major, MemtableBytes: t.MemtableBytes()}
 }
 
 // LoadTablet starts serving a tablet at the master's request.

@@ -12,7 +12,14 @@ import (
 
 // runAdmin manages what the gateway needs: today, its users.
 func runAdmin(args []string, env Env) int {
-	usage := "usage: cellar admin user add [-users FILE] [-superuser] [-md5] NAME   (the password is read from stdin)"
+	usage := "usage: cellar admin user add [-users FILE] [-superuser] [-md5] NAME   (the password is read from stdin)\n" + adminTablesUsage
+	if len(args) > 0 && isAdminTableCommand(args[0]) {
+		return runAdminTables(args, env)
+	}
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(env.Stdout, usage)
+		return 0
+	}
 	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
 		fmt.Fprintln(env.Stderr, usage)
 		return 2

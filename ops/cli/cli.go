@@ -46,7 +46,8 @@ func commands() map[string]command {
 		"cluster":      {"run a multi-process cluster on loopback: up, down, status", runCluster},
 		"table":        {"manage tables through the master: create, alter, drop, ls", runTable},
 		"kv":           {"read and write rows through the client library: put, get, scan", runKV},
-		"admin":        {"manage the SQL gateway's users: user add", runAdmin},
+		"admin":        {"manage tables, tablets and the SQL gateway's users: table, tablets, split, move, compact, user", runAdmin},
+		"load":         {"bulk-load CSV or JSON lines into a table, with progress; resumable", runLoad},
 		"sqltest":      {"run sqllogictest files against a PostgreSQL-protocol endpoint and report differences", runSQLTest},
 		"help":         {"show this help", nil},
 	}

@@ -371,8 +371,8 @@ func (h *Handler) tabletServer(w http.ResponseWriter, r *http.Request) {
 				row.SSTableBytes += f.Size
 			}
 		}
-		if c := t.Compaction; c != nil && c.InputEntries > 0 {
-			row.Percent = min(100, 100*c.DoneEntries/c.InputEntries)
+		if c := t.Compaction; c != nil && c.TotalBytes > 0 {
+			row.Percent = min(100, 100*c.DoneBytes/c.TotalBytes)
 		}
 		rows = append(rows, row)
 		bars = append(bars, Bar{Label: fmt.Sprintf("%d %s %s", t.ID, t.Table, keyString(t.Range.Start)), Value: float64(row.SSTableBytes) + float64(t.MemtableBytes)})

@@ -235,7 +235,7 @@ func (progressServer) Stats() tablet.Stats {
 	return tablet.Stats{
 		Tablets: []tablet.TabletStats{{ID: 4, Table: "web", Range: model.RowRange{Start: []byte("a")},
 			Groups:     []tablet.GroupStats{{Name: "default", Files: []tablet.FileStats{{Num: 1, Size: 2048}, {Num: 2, Size: 1024}}}},
-			Compaction: &tablet.CompactionProgress{Group: "default", Major: true, InputEntries: 4000, DoneEntries: 1000, Started: at}}},
+			Compaction: &tablet.CompactionProgress{Group: "default", Major: true, TotalBytes: 4000, DoneBytes: 1000, Started: at}}},
 		Recovering: []tablet.RecoveryProgress{{Table: "<web>", Range: model.RowRange{End: []byte("m")}, Log: "recovery/ts-old/7", Records: 42, Started: at}},
 	}
 }
@@ -252,7 +252,7 @@ func TestTabletServerPageShowsProgress(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
-	for _, w := range []string{"major of default: 25% of 4000 entries", "3.0 KiB", "Recovering from a dead server's log (1)",
+	for _, w := range []string{"major of default: 25% of 4000 bytes", "3.0 KiB", "Recovering from a dead server's log (1)",
 		"&lt;web&gt;", "recovery/ts-old/7", ">42<", "(5s ago)"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("no %q in\n%s", w, body)

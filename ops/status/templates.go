@@ -94,7 +94,7 @@ code{font-size:.95em}
 {{range .Tablets}}<tr><td class="num">{{.ID}}</td><td>{{.Table}}</td><td><code>{{key .Range.Start}}</code></td><td><code>{{if .Range.End}}{{key .Range.End}}{{else}}+∞{{end}}</code></td>
 <td class="num">{{bytes .MemtableBytes}}</td><td class="num">{{.FrozenMemtables}}</td><td class="num">{{.SSTables}}</td><td class="num">{{bytes .SSTableBytes}}</td>
 <td>{{range .Groups}}{{.Name}}: {{len .Files}} {{end}}</td>
-<td>{{if .Compaction}}{{if .Compaction.Major}}major{{else}}merging{{end}} of {{.Compaction.Group}}: {{.Percent}}% of {{.Compaction.InputEntries}} entries{{else}}—{{end}}</td></tr>
+<td>{{if .Compaction}}{{if .Compaction.Major}}major{{else}}merging{{end}} of {{.Compaction.Group}}: {{.Percent}}% of {{.Compaction.TotalBytes}} bytes{{else}}—{{end}}</td></tr>
 {{end}}</table>
 {{if .Stats.Recovering}}<h2>Recovering from a dead server's log ({{len .Stats.Recovering}})</h2>
 <table><tr><th>table</th><th>start</th><th>end</th><th>log</th><th>records replayed</th><th>started</th></tr>
