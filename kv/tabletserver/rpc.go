@@ -340,6 +340,9 @@ func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadR
 		return nil, err
 	}
 	s.narrow(&f, req.Table, req.Row)
+	if err := s.authorize(ctx, req.Table, req.Row, readAccess(&f)); err != nil {
+		return nil, err
+	}
 	var st tablet.ReadStats
 	if f.blocked {
 		return &pb.ReadRowResponse{Stats: f.statsProto(&st)}, nil
@@ -385,6 +388,9 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		return err
 	}
 	s.narrow(&f, req.Table, ranges[0].Start)
+	if err := s.authorize(stream.Context(), req.Table, ranges[0].Start, readAccess(&f)); err != nil {
+		return err
+	}
 	if f.blocked {
 		ranges = nil // nothing can pass: read nothing
 	}
@@ -493,6 +499,11 @@ func (s *Server) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.M
 	if err != nil {
 		return nil, err
 	}
+	var a access
+	mutationAccess(&a, ms)
+	if err := s.authorize(ctx, req.Table, req.Row, a); err != nil {
+		return nil, err
+	}
 	if err := s.opts.Store.Apply(ctx, req.Table, &model.RowMutation{Row: req.Row, Mutations: ms}); err != nil {
 		return nil, toStatus(err)
 	}
@@ -525,6 +536,11 @@ func (s *Server) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb
 		var ms []model.Mutation
 		if err == nil {
 			ms, err = mutationsFromProto(e.Mutations)
+		}
+		if err == nil {
+			var a access
+			mutationAccess(&a, ms)
+			err = s.authorize(ctx, req.Table, e.Row, a)
 		}
 		if err != nil {
 			setStatus(i, err)
@@ -571,6 +587,13 @@ func (s *Server) ReadModifyWrite(ctx context.Context, req *pb.ReadModifyWriteReq
 		default:
 			return nil, invalid("rule %d is neither append nor increment", i)
 		}
+	}
+	var a access
+	for _, r := range rules {
+		a.read, a.write = append(a.read, r.Family), append(a.write, r.Family)
+	}
+	if err := s.authorize(ctx, req.Table, req.Row, a); err != nil {
+		return nil, err
 	}
 	cells, err := s.opts.Store.ReadModifyWrite(ctx, req.Table, req.Row, rules)
 	if err != nil {
@@ -619,6 +642,26 @@ func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateReque
 		// them may read less.
 		s.narrow(&f, req.Table, req.Row)
 	}
+	var a access
+	switch plain := f.qualifier == nil && f.value == nil && f.conds == nil && f.row == nil; {
+	case plain && len(expects) == 0 && f.read.Families == nil && f.read.MaxVersions == 0 && f.read.TimeRange == (model.TimeRange{}):
+		// An existence test reveals only whether the row exists: it
+		// needs no read right (SQL's INSERT makes one).
+	case plain && len(expects) > 0:
+		for _, e := range expects {
+			a.read = append(a.read, e.Family)
+		}
+	default:
+		a = readAccess(&f)
+		for _, e := range expects {
+			a.read = append(a.read, e.Family)
+		}
+	}
+	mutationAccess(&a, ifTrue)
+	mutationAccess(&a, ifFalse)
+	if err := s.authorize(ctx, req.Table, req.Row, a); err != nil {
+		return nil, err
+	}
 	ev := f.evaluator(s.opts.Rand)
 	matched, err := s.opts.Store.CheckAndMutate(ctx, req.Table, req.Row, f.read,
 		func(cells []model.Cell) bool {
@@ -643,6 +686,9 @@ func (s *Server) SampleRowKeys(ctx context.Context, req *pb.SampleRowKeysRequest
 	}
 	if req.Table == "" {
 		return nil, invalid("no table name")
+	}
+	if _, err := client.Authenticate(ctx, s.opts.Secret); err != nil {
+		return nil, err
 	}
 	out := &pb.SampleRowKeysResponse{}
 	var offset int64

@@ -88,6 +88,17 @@ type Options struct {
 	// gives the server a source of its own, seeded from the system's
 	// randomness; tests set a deterministic one.
 	Rand func() float64
+	// Secret, if set, is the cluster's shared secret: every call must
+	// carry it (kv/client's auth.go), else it is Unauthenticated.
+	Secret string
+	// ACLs, if set, are the tables' ACLs, checked on every data call that
+	// names a principal (acl.go); nil: every table is open.
+	ACLs ACLReader
+	// ACLTTL bounds how long an ACL is cached (default 5 s); keep it
+	// within one Chubby lease so that a revoke takes effect within one.
+	ACLTTL time.Duration
+	// Now is the clock of the ACL cache (default time.Now).
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -139,13 +150,14 @@ type Server struct {
 	splits chan [2]uint64
 	wg     sync.WaitGroup
 	grpc   *grpc.Server
+	acls   *aclCache // nil: no ACLs
 }
 
 type heldLock struct{ Lock }
 
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
-	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen)}
+	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen), acls: newACLCache(opts)}
 	if opts.Catalog != nil {
 		opts.Catalog.srv.Store(s)
 	}
@@ -236,7 +248,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	// Stream workers keep their goroutines and so their grown stacks; a
 	// goroutine per call would grow one through the read path each time.
-	s.grpc = grpc.NewServer(grpc.NumStreamWorkers(uint32(8 * runtime.GOMAXPROCS(0))))
+	s.grpc = grpc.NewServer(append(client.ServerOptions(s.opts.Secret), grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))))...)
 	pb.RegisterTabletServerServer(s.grpc, s)
 	g := s.grpc
 	s.mu.Unlock()
