@@ -110,6 +110,8 @@ func kvError(err error, write bool) error {
 		return sqlstate.Errorf(codeDataCorrupted, "%v", err)
 	case errors.Is(err, model.ErrAborted):
 		return sqlstate.Errorf(codeSerializationFailure, "%v", err)
+	case errors.Is(err, model.ErrPermissionDenied):
+		return sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "%v", err)
 	case errors.Is(err, model.ErrAlreadyExists): // only CREATE TABLE makes things
 		return sqlstate.Errorf(codeDuplicateTable, "%v", err)
 	case write && model.Retryable(err):

@@ -104,6 +104,9 @@ type Options struct {
 	MergeSize int64
 	// NoBalance turns off moves that even out the servers' tablet counts.
 	NoBalance bool
+	// Secret is the cluster's shared secret, sent on the master's calls
+	// to the tablet servers (kv/client's auth.go).
+	Secret string
 }
 
 func (o Options) withDefaults() Options {
@@ -330,7 +333,8 @@ func (m *Master) stub(addr string) (pb.TabletServerClient, error) {
 	cc := m.conns[addr]
 	if cc == nil {
 		var err error
-		cc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, client.AuthDialOptions(m.opts.Secret)...)
+		cc, err = grpc.NewClient("passthrough:///"+addr, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -55,6 +55,8 @@ func runDemo(args []string, env Env) int {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse gateway connections that do not use TLS")
+	secret := fs.String("secret", "", "the cluster's shared secret for the kv RPCs (default: the one in DATA/secret, made on the first run)")
+	secretFile := fs.String("secret-file", "", secretFileUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
@@ -94,6 +96,12 @@ func runDemo(args []string, env Env) int {
 	if err := gwOpts.Validate(); err != nil {
 		return fail(env, "demo", err)
 	}
+	if *secret, err = readSecret(*secret, *secretFile, false); err == nil {
+		*secret, err = demoSecret(*data, *secret)
+	}
+	if err != nil {
+		return fail(env, "demo", err)
+	}
 	dfsRoot := filepath.Join(*data, "dfs")
 	if err := os.MkdirAll(dfsRoot, 0o755); err != nil {
 		return fail(env, "demo", err)
@@ -109,7 +117,7 @@ func runDemo(args []string, env Env) int {
 		ln.Close()
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env)
+	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, *secret, env)
 	if err != nil {
 		ln.Close()
 		closeReplicas(env, "demo", cellReplicas...)
@@ -137,7 +145,7 @@ func runDemo(args []string, env Env) int {
 	go gateway.Serve(pgln)
 	var bt *bigtableGateway
 	if *btAddr != "" {
-		if bt, err = startBigtable(*btAddr, gw.kv); err != nil {
+		if bt, err = startBigtable(*btAddr, gw.kv, coordlock.TokenFiles{Session: gw.sess}); err != nil {
 			gateway.Close(context.Background())
 			gw.close(context.Background())
 			srv.Close()
@@ -305,12 +313,13 @@ type demoRoles struct {
 	sess       *coordlock.Session // the master's
 	admin      *grpc.Server
 	masterAddr string
+	secret     string // the cluster's, for the kv RPCs
 }
 
 // startDemoRoles registers the demo's tablet servers in the cell and
 // starts the master, all as clients of the cell over loopback, as the
 // separate processes would be.
-func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr, secret string, env Env) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -342,7 +351,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		// tablets recovered from their logs.
 		name := fmt.Sprintf("demo%d", i+1)
 		role, err := StartTabletServer(openCtx, svc("tabletserver:"+name), TabletServerConfig{Name: name, Addr: ln.Addr().String(),
-			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logf: logf})
+			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logf: logf, Secret: secret})
 		if err != nil {
 			ln.Close()
 			roles.closeServers(context.Background())
@@ -365,7 +374,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		return nil, fmt.Errorf("master: %w", err)
 	}
 	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logf: logf,
-		FS: dfs.NewLocal(dfsRoot)})
+		FS: dfs.NewLocal(dfsRoot), Secret: secret})
 	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
 	if err := m.Open(openCtx); err != nil {
 		mln.Close()
@@ -373,10 +382,10 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		roles.closeServers(context.Background())
 		return nil, err
 	}
-	admin := grpc.NewServer()
+	admin := grpc.NewServer(kvclient.ServerOptions(secret)...)
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(mln)
-	roles.master, roles.sess, roles.admin, roles.masterAddr = m, sess, admin, mln.Addr().String()
+	roles.master, roles.sess, roles.admin, roles.masterAddr, roles.secret = m, sess, admin, mln.Addr().String(), secret
 	return roles, nil
 }
 
@@ -411,8 +420,8 @@ func openGatewayKV(ctx context.Context, replicas []*cell.Replica, roles *demoRol
 			return nil, false
 		}
 		return ts.Server(), true
-	}})
-	return &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr("")}}, nil
+	}, Secret: roles.secret})
+	return &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr(""), Secret: roles.secret, ACLs: coordlock.ACLFiles{Session: sess}}}, nil
 }
 
 func (g *gatewayKV) close(ctx context.Context) error {

@@ -39,7 +39,8 @@ func runGateway(args []string, env Env) int {
 	fs.SetOutput(env.Stderr)
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated; the gateway finds the root tablet and the master there")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
-	secret := fs.String("secret", "", "the Chubby cell's shared secret")
+	secret := fs.String("secret", "", "the cluster's shared secret (the Chubby cell's and the kv RPCs')")
+	secretFile := fs.String("secret-file", "", secretFileUsage)
 	pgAddr := fs.String("pgwire", "127.0.0.1:5433", "address of the PostgreSQL protocol gateway (psql, drivers); empty: off")
 	btAddr := fs.String("bigtable", DefaultBigtableAddr, "address of the Bigtable gRPC API (clients connect with BIGTABLE_EMULATOR_HOST); empty: off")
 	users := fs.String("users", filepath.Join("cellar-data", "users.json"), "the PostgreSQL users file that cellar admin user add writes (SCRAM)")
@@ -57,6 +58,9 @@ func runGateway(args []string, env Env) int {
 	if *pgAddr == "" && *btAddr == "" {
 		fmt.Fprintln(env.Stderr, "cellar gateway: both -pgwire and -bigtable are off; nothing to serve")
 		return 2
+	}
+	if *secret, err = readSecret(*secret, *secretFile, false); err != nil {
+		return fail(env, "gateway", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -91,8 +95,8 @@ func runGateway(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "gateway", fmt.Errorf("connect to the Chubby cell at %s: %w", *chubby, err))
 	}
-	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
-	gw := &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr("")}}
+	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}, Secret: *secret})
+	gw := &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr(""), Secret: *secret, ACLs: coordlock.ACLFiles{Session: sess}}}
 
 	fmt.Fprintf(env.Stdout, "cellar gateway %s: a client of the cluster in the Chubby cell at %s\n", env.Version, *chubby)
 	var pg *pgwire.Server
@@ -110,7 +114,7 @@ func runGateway(args []string, env Env) int {
 	}
 	var bt *bigtableGateway
 	if *btAddr != "" {
-		if bt, err = startBigtable(*btAddr, gw.kv); err != nil {
+		if bt, err = startBigtable(*btAddr, gw.kv, coordlock.TokenFiles{Session: sess}); err != nil {
 			if pg != nil {
 				pg.Close(context.Background())
 			}
@@ -146,9 +150,10 @@ type bigtableGateway struct {
 	addr string
 }
 
-// startBigtable listens on addr and serves the Bigtable API over kv.
-func startBigtable(addr string, kv *querykv.KV) (*bigtableGateway, error) {
-	api, err := bigtableapi.New(bigtableapi.Options{Rows: kv.Client, Admin: kv})
+// startBigtable listens on addr and serves the Bigtable API over kv; the
+// calls' tokens name their principals (kv/bigtableapi's auth.go).
+func startBigtable(addr string, kv *querykv.KV, tokens bigtableapi.Tokens) (*bigtableGateway, error) {
+	api, err := bigtableapi.New(bigtableapi.Options{Rows: kv.Client, Admin: kv, Tokens: tokens})
 	if err != nil {
 		return nil, err
 	}

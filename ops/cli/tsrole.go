@@ -47,6 +47,8 @@ type TabletServerConfig struct {
 	MemtableSize int64
 	Logf         func(string, ...any)
 	OnFatal      func(error)
+	// Secret is the cluster's shared secret (secret.go).
+	Secret string
 }
 
 // incarnation names one run of a server.
@@ -88,7 +90,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	}
 	id := incarnation(cfg.Name, time.Now())
 	root := coordlock.RootFile{Session: sess}
-	meta := kvclient.New(kvclient.Options{Root: root})
+	meta := kvclient.New(kvclient.Options{Root: root, Secret: cfg.Secret})
 	var catalog tabletserver.Catalog
 	var splits splitForwarder
 	shared := &tablet.Shared{Name: id, Catalog: &catalog, NoStall: func(t string) bool { return t == kvclient.MetaTable }}
@@ -102,7 +104,8 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	}
 	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: cfg.Addr, Store: store, Logf: cfg.Logf, OnFatal: cfg.OnFatal,
 		Meta: meta, Root: root, Catalog: &catalog, FS: cfg.FS, DFSRoot: cfg.DFSRoot,
-		ReportSplit: master.SplitReporter(sess.MasterAddr("")), Coord: coordlock.ForTabletServer{Service: svc}})
+		ReportSplit: master.SplitReporter(sess.MasterAddr(""), kvclient.AuthDialOptions(cfg.Secret)...), Coord: coordlock.ForTabletServer{Service: svc},
+		Secret: cfg.Secret, ACLs: coordlock.ACLFiles{Session: sess}})
 	splits.srv.Store(srv)
 	if err := srv.Open(ctx); err != nil {
 		store.Close(context.Background())
