@@ -77,12 +77,14 @@ func runDemo(args []string, env Env) int {
 	// users of `cellar admin user add`. Its options are checked before
 	// anything starts.
 	var sqlTables *query.Tables // set once the cluster runs, before the gateway serves
+	// The users in Chubby (once bound to the gateway's session), then the file's.
+	users := &coordlock.Users{Fallback: &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")}}
 	gwOpts := pgwire.Options{
 		NewSession: func(o query.SessionOptions) (pgwire.Session, error) {
 			o.Tables = sqlTables
 			return query.NewSession(o)
 		},
-		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
+		Users:       users,
 		TLSRequired: *tlsRequired,
 		Logf:        stampedLog(env),
 	}
@@ -133,6 +135,7 @@ func runDemo(args []string, env Env) int {
 		return fail(env, "demo", err)
 	}
 	sqlTables = query.NewTables(gw.kv)
+	users.Bind(gw.sess)
 	pgln, err := net.Listen("tcp", *pgAddr)
 	if err != nil {
 		gw.close(context.Background())

@@ -66,12 +66,14 @@ func runGateway(args []string, env Env) int {
 	defer stop()
 
 	var sqlTables *query.Tables // set before the gateway serves
+	// The users in Chubby (once bound to the gateway's session), then the file's.
+	clusterUsers := &coordlock.Users{Fallback: &pgwire.FileUsers{Path: *users}}
 	pgOpts := pgwire.Options{
 		NewSession: func(o query.SessionOptions) (pgwire.Session, error) {
 			o.Tables = sqlTables
 			return query.NewSession(o)
 		},
-		Users:       &pgwire.FileUsers{Path: *users},
+		Users:       clusterUsers,
 		TLSRequired: *tlsRequired,
 		Logf:        stampedLog(env),
 	}
@@ -95,6 +97,7 @@ func runGateway(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "gateway", fmt.Errorf("connect to the Chubby cell at %s: %w", *chubby, err))
 	}
+	clusterUsers.Bind(sess)
 	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}, Secret: *secret})
 	gw := &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr(""), Secret: *secret, ACLs: coordlock.ACLFiles{Session: sess}}}
 
