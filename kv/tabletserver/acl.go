@@ -2,6 +2,7 @@ package tabletserver
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -82,29 +83,82 @@ type access struct {
 	readAll, writeAll bool
 }
 
+// authorizeRead authorizes a read through f. A read of every family by a
+// principal who may not read them all is narrowed to the readable ones
+// if f is readableOnly and its required families are readable; else it
+// is denied.
+func (s *Server) authorizeRead(ctx context.Context, table string, row []byte, f *filter) error {
+	a := readAccess(f)
+	if !a.readAll || !f.readableOnly {
+		return s.authorize(ctx, table, row, a)
+	}
+	who, acl, err := s.principalACL(ctx, table)
+	if err != nil || acl == nil {
+		return err
+	}
+	req := append(slices.Clone(f.require), f.conds.Families()...)
+	if err := acl.Check(who, table, req, false); err != nil {
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	all, err := s.families(table, row)
+	if err != nil {
+		return err
+	}
+	var readable []string
+	for _, fam := range all {
+		if acl.Allows(who, fam, false) {
+			readable = append(readable, fam)
+		}
+	}
+	if len(readable) == len(all) {
+		return nil
+	}
+	if len(readable) == 0 {
+		return status.Error(codes.PermissionDenied, acl.Check(who, table, all[:1], false).Error())
+	}
+	f.read.Families = readable
+	return nil
+}
+
+// principalACL authenticates the call and returns its principal and the
+// table's ACL; a nil ACL (and no error) means no check applies.
+func (s *Server) principalACL(ctx context.Context, table string) (model.Principal, *model.ACL, error) {
+	who, err := client.Authenticate(ctx, s.opts.Secret)
+	if err != nil {
+		return model.Principal{}, nil, err
+	}
+	if who.Member || who.Principal.Superuser || s.acls == nil || table == client.MetaTable {
+		return who.Principal, nil, nil
+	}
+	acl, err := s.acls.get(ctx, table)
+	return who.Principal, acl, err
+}
+
+// families are the families of table's schema, from its tablet of row.
+func (s *Server) families(table string, row []byte) ([]string, error) {
+	t, err := s.opts.Store.Locate(table, row)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	var all []string
+	for _, f := range t.Schema().Families {
+		all = append(all, f.Name)
+	}
+	return all, nil
+}
+
 // authorize checks the call's secret and, for a principal's call, the
 // table's ACL for the families the request reads and writes. row locates
 // the table's schema when a request touches every family.
 func (s *Server) authorize(ctx context.Context, table string, row []byte, a access) error {
-	who, err := client.Authenticate(ctx, s.opts.Secret)
-	if err != nil {
-		return err
-	}
-	if who.Member || who.Principal.Superuser || s.acls == nil || table == client.MetaTable {
-		return nil
-	}
-	acl, err := s.acls.get(ctx, table)
+	who, acl, err := s.principalACL(ctx, table)
 	if err != nil || acl == nil {
 		return err
 	}
 	if a.readAll || a.writeAll {
-		t, err := s.opts.Store.Locate(table, row)
+		all, err := s.families(table, row)
 		if err != nil {
-			return toStatus(err)
-		}
-		var all []string
-		for _, f := range t.Schema().Families {
-			all = append(all, f.Name)
+			return err
 		}
 		if a.readAll {
 			a.read = all
@@ -113,10 +167,10 @@ func (s *Server) authorize(ctx context.Context, table string, row []byte, a acce
 			a.write = all
 		}
 	}
-	if err := acl.Check(who.Principal, table, a.read, false); err != nil {
+	if err := acl.Check(who, table, a.read, false); err != nil {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
-	if err := acl.Check(who.Principal, table, a.write, true); err != nil {
+	if err := acl.Check(who, table, a.write, true); err != nil {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	return nil

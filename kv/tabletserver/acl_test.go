@@ -144,6 +144,26 @@ func TestACLs(t *testing.T) {
 	if err != nil || codes.Code(resp.Statuses[0].Code) != codes.PermissionDenied {
 		t.Fatalf("MutateRows: %v %v", resp, err)
 	}
+	// A readable-only read of every family reads what alice may read, if
+	// she may read the families it requires.
+	if err := write(member, "f"); err != nil {
+		t.Fatal(err)
+	}
+	resp2, err := ts.cli.ReadRow(alice, &pb.ReadRowRequest{Table: "t", Row: []byte("r1"), Filter: &pb.Filter{ReadableOnly: true, RequireFamilies: []string{"f"}}})
+	if err != nil || !resp2.Found {
+		t.Fatalf("readable-only read: %v %v", resp2, err)
+	}
+	for _, c := range resp2.Row.Cells {
+		if c.Family != "f" {
+			t.Fatalf("readable-only read returned a cell of %q", c.Family)
+		}
+	}
+	if _, err := ts.cli.ReadRow(alice, &pb.ReadRowRequest{Table: "t", Row: []byte("r1"), Filter: &pb.Filter{ReadableOnly: true, RequireFamilies: []string{"g"}}}); code(err) != codes.PermissionDenied {
+		t.Fatalf("readable-only read requiring g: %v", err)
+	}
+	if _, err := ts.cli.ReadRow(bob, &pb.ReadRowRequest{Table: "t", Row: []byte("r1"), Filter: &pb.Filter{ReadableOnly: true}}); code(err) != codes.PermissionDenied {
+		t.Fatalf("readable-only read by bob, who may read nothing: %v", err)
+	}
 	// Cluster members and superusers bypass ACLs.
 	if err := write(member, "g"); err != nil {
 		t.Fatalf("a cluster member writes: %v", err)

@@ -283,7 +283,7 @@ func (s *Server) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.A
 	if len(ranges) == 0 {
 		ranges = []*pb.RowRange{{}}
 	}
-	if err := s.authorize(ctx, req.Table, ranges[0].Start, readAccess(&p.filter)); err != nil {
+	if err := s.authorizeRead(ctx, req.Table, ranges[0].Start, &p.filter); err != nil {
 		return nil, err
 	}
 	a := &aggregator{p: p, groups: map[string]*aggGroup{}}

@@ -88,6 +88,9 @@ type filter struct {
 	// blocked: the row filter outputs nothing for any row, so the request
 	// reads nothing.
 	blocked bool
+	// readableOnly and require: see pb.Filter (acl.go).
+	readableOnly bool
+	require      []string
 }
 
 // withStats returns the read options of a read that counts into st if the
@@ -129,6 +132,7 @@ func compileFilter(f *pb.Filter) (filter, error) {
 	}
 	out.read.MaxVersions = int(f.MaxVersions)
 	out.wantStats = f.WantStats
+	out.readableOnly, out.require = f.ReadableOnly, f.RequireFamilies
 	var err error
 	if f.QualifierRegex != "" {
 		if out.qualifier, err = regexp.Compile(`^(?:` + f.QualifierRegex + `)$`); err != nil {
@@ -340,7 +344,7 @@ func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadR
 		return nil, err
 	}
 	s.narrow(&f, req.Table, req.Row)
-	if err := s.authorize(ctx, req.Table, req.Row, readAccess(&f)); err != nil {
+	if err := s.authorizeRead(ctx, req.Table, req.Row, &f); err != nil {
 		return nil, err
 	}
 	var st tablet.ReadStats
@@ -388,7 +392,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		return err
 	}
 	s.narrow(&f, req.Table, ranges[0].Start)
-	if err := s.authorize(stream.Context(), req.Table, ranges[0].Start, readAccess(&f)); err != nil {
+	if err := s.authorizeRead(stream.Context(), req.Table, ranges[0].Start, &f); err != nil {
 		return err
 	}
 	if f.blocked {

@@ -199,7 +199,8 @@ func (k *KV) CompareAndMutate(ctx context.Context, table string, row []byte, exp
 
 // filter is a kv/client filter for f.
 func filter(f query.ReadFilter) kvclient.Filter {
-	return kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions, WantStats: f.Stats != nil}
+	return kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions, WantStats: f.Stats != nil,
+		ReadableOnly: f.ReadableOnly, Require: f.Require}
 }
 
 func addStats(dst *query.ReadStats, s kvclient.ReadStats) {
