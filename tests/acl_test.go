@@ -112,6 +112,17 @@ func TestACLsAgainstDemo(t *testing.T) {
 	if err := run(alice, `GRANT SELECT ON t TO alice`); state(err) != "42501" {
 		t.Fatalf("alice grants herself: %v", err)
 	}
+	for q, want := range map[string]string{
+		`GRANT SELECT ("a:x") ON t TO alice`:           "0A000", // privileges are per family
+		`GRANT SELECT ("zz:") ON t TO alice`:           "42703",
+		`GRANT SELECT ON nosuch TO alice`:              "42P01",
+		`GRANT SELECT ON t TO alice WITH GRANT OPTION`: "0A000",
+		`GRANT TRUNCATE ON t TO alice`:                 "0A000",
+	} {
+		if err := run(su, q); state(err) != want {
+			t.Fatalf("%s: %v, want %s", q, err, want)
+		}
+	}
 	if err := run(su, `GRANT SELECT ("a:") ON t TO alice`); err != nil {
 		t.Fatal(err)
 	}
