@@ -148,6 +148,23 @@ func TestACLsAgainstDemo(t *testing.T) {
 	if out := mustAdmin("", "acl", "show", "t"); !strings.Contains(out, "family a: read=alice write=alice") {
 		t.Fatalf("acl show: %q", out)
 	}
+	// Aggregates read the marker family and the families they fold.
+	var n int
+	if err := alice.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("alice counts rows: %d %v", n, err)
+	}
+	if err := alice.QueryRow(ctx, `SELECT max("b:x") FROM t`).Scan(&b); !denied(err) {
+		t.Fatalf("alice aggregates family b: %v, want 42501", err)
+	}
+	// The table's owner grants too.
+	mustAdmin("", "acl", "owner", "t", "alice")
+	if err := run(alice, `GRANT SELECT ("b:") ON t TO bob`); err != nil {
+		t.Fatalf("the owner grants: %v", err)
+	}
+	if out := mustAdmin("", "acl", "show", "t"); !strings.Contains(out, "owner: alice") || !strings.Contains(out, "family b: read=bob write=\n") {
+		t.Fatalf("acl show: %q", out)
+	}
+	mustAdmin("", "acl", "owner", "t", "carol")
 
 	// The Bigtable API: alice's token names her.
 	token := strings.TrimSpace(mustAdmin("", "token", "add", "alice"))
@@ -195,6 +212,29 @@ func TestACLsAgainstDemo(t *testing.T) {
 	}
 	if out, err := admin("", "grant", "-table", "t", "alice"); err == nil || !strings.Contains(out, "-read, -write") {
 		t.Fatalf("grant without a right: %v %q", err, out)
+	}
+
+	// Users: a new password, then no user.
+	mustAdmin("alice-pw2\n", "user", "passwd", "alice")
+	if c, err := pgx.Connect(ctx, aliceURL); err == nil {
+		c.Close(ctx)
+		t.Fatal("the old password still works")
+	}
+	c2, err := pgx.Connect(ctx, strings.Replace(d.pg, "cellar@", "alice:alice-pw2@", 1))
+	if err != nil {
+		t.Fatalf("the new password: %v", err)
+	}
+	c2.Close(ctx)
+	mustAdmin("", "user", "del", "alice")
+	if out, err := admin("", "user", "del", "alice"); err == nil || !strings.Contains(out, `no user "alice"`) {
+		t.Fatalf("deleting a missing user: %v %q", err, out)
+	}
+	if out := mustAdmin("", "token", "ls"); !strings.Contains(out, "alice\t1 token(s)") {
+		t.Fatalf("token ls: %q", out)
+	}
+	mustAdmin("", "token", "rm", "alice")
+	if _, err := tbl.ReadRow(withToken(token), "k"); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a deleted token: %v, want Unauthenticated", err)
 	}
 
 	// kv calls without the cluster's secret are Unauthenticated.
