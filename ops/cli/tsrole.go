@@ -26,6 +26,7 @@ type TabletServer struct {
 	sess  *coordlock.Session
 	meta  *kvclient.Client
 	logf  func(string, ...any)
+	acls  *coordlock.ACLWatch // drops cached ACLs on Chubby's events
 }
 
 // Server returns the server, to serve RPCs on a listener.
@@ -113,7 +114,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 		sess.Close(context.Background())
 		return nil, err
 	}
-	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, logf: cfg.Logf}, nil
+	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, logf: cfg.Logf, acls: svc.WatchACLs(srv.Invalidate)}, nil
 }
 
 // Flush does the final minor compactions, so that the servers that take
@@ -138,6 +139,7 @@ func (r *TabletServer) Close(ctx context.Context) error {
 // crash.
 func (r *TabletServer) Abandon(ctx context.Context) error {
 	err := r.srv.Close(ctx)
+	r.acls.Close()
 	r.meta.Close()
 	return errors.Join(err, r.store.Close(ctx), r.sess.Close(ctx))
 }

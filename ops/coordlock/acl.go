@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/cellardb/cellar/coord"
 	"github.com/cellardb/cellar/coord/client"
@@ -104,4 +105,96 @@ func (s *Session) updateOnce(ctx context.Context, c *client.Client, path string,
 		return false, nil
 	}
 	return true, err
+}
+
+// ACLWatch reports changes of the ACL files as Chubby's events deliver
+// them, so that a tablet server drops a cached ACL at once rather than
+// when its TTL ends (which stays the bound if an event is lost).
+type ACLWatch struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// WatchACLs calls changed with a table's name when its ACL file is
+// created, written or deleted, and with "" when events may have been lost
+// (a new Chubby master, a new session). It runs until Close.
+func (s *Service) WatchACLs(changed func(table string)) *ACLWatch {
+	w := &ACLWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run(s, changed)
+	return w
+}
+
+func (w *ACLWatch) run(svc *Service, changed func(string)) {
+	defer close(w.done)
+	for {
+		lost := make(chan struct{})
+		var once bool
+		opts := svc.Client
+		opts.OnEvent = func(e client.Event) {
+			switch e.Type {
+			case coord.EventChildAdded, coord.EventChildRemoved, coord.EventChildModified:
+				n, err := coord.ParseName(e.Name)
+				if err != nil {
+					changed("")
+					return
+				}
+				table, err := url.PathUnescape(coord.Base(n.Path))
+				if err != nil {
+					table = ""
+				}
+				changed(table)
+			case coord.EventMasterFailover:
+				changed("")
+			case coord.EventSessionExpired:
+				if !once {
+					once = true
+					close(lost)
+				}
+			}
+		}
+		c := client.New(opts)
+		err := w.watch(c)
+		if err == nil {
+			changed("") // changes made while no watch was open
+			select {
+			case <-lost:
+			case <-w.stop:
+			}
+		}
+		c.Close(context.Background())
+		select {
+		case <-w.stop:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// watch opens the session and a handle on the ACL directory that
+// subscribes to its children's events.
+func (w *ACLWatch) watch(c *client.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := c.Open(ctx); err != nil {
+		return err
+	}
+	if err := MkdirAll(ctx, c, ACLDir); err != nil {
+		return err
+	}
+	_, _, err := c.OpenNode(ctx, ACLDir, client.OpenOptions{Mode: coord.ModeRead,
+		Events: coord.Mask(coord.EventChildAdded, coord.EventChildRemoved, coord.EventChildModified)})
+	return err
+}
+
+// Close stops the watch.
+func (w *ACLWatch) Close() {
+	close(w.stop)
+	<-w.done
 }
