@@ -129,6 +129,8 @@ func (o Options) Validate() error {
 		return errors.New("tabletserver: no address")
 	case o.Store == nil || o.Coord == nil:
 		return errors.New("tabletserver: a store and a lock service are required")
+	case o.ACLTTL < 0:
+		return fmt.Errorf("tabletserver: ACLTTL %v is negative", o.ACLTTL)
 	case o.Catalog != nil && (o.Meta == nil || o.Root == nil || o.FS == nil):
 		return errors.New("tabletserver: a store in shared mode needs a METADATA client, a root writer and the shared file system")
 	}

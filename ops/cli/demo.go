@@ -160,6 +160,7 @@ func runDemo(args []string, env Env) int {
 
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
 	fmt.Fprintf(env.Stdout, "  data:    %s (the dfs root is %s)\n", *data, dfsRoot)
+	fmt.Fprintf(env.Stdout, "  secret:  the kv RPCs' cluster secret is in %s (cellar table, kv and admin take -secret-file)\n", filepath.Join(*data, "secret"))
 	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/healthz, /readyz)\n", ln.Addr())
 	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
 	lockFlag, chubbyFlag := "", ""
