@@ -142,6 +142,10 @@ func TestACLsAgainstDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	until("alice writes family a after GRANT UPDATE", upsert, ok, 15*time.Second)
+	// UPDATE reads every column of the rows it changes.
+	if err := run(alice, `UPDATE t SET "a:x" = 'z' WHERE _key = 'k'`); !denied(err) {
+		t.Fatalf("alice's UPDATE, who may not read family b: %v, want 42501", err)
+	}
 	if err := run(alice, `UPSERT INTO t (_key, "b:x") VALUES ('k2', 'mine')`); !denied(err) {
 		t.Fatalf("alice writes family b: %v, want 42501", err)
 	}
