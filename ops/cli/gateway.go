@@ -43,7 +43,7 @@ func runGateway(args []string, env Env) int {
 	secretFile := fs.String("secret-file", "", secretFileUsage)
 	pgAddr := fs.String("pgwire", "127.0.0.1:5433", "address of the PostgreSQL protocol gateway (psql, drivers); empty: off")
 	btAddr := fs.String("bigtable", DefaultBigtableAddr, "address of the Bigtable gRPC API (clients connect with BIGTABLE_EMULATOR_HOST); empty: off")
-	users := fs.String("users", filepath.Join("cellar-data", "users.json"), "the PostgreSQL users file that cellar admin user add writes (SCRAM)")
+	users := fs.String("users", filepath.Join("cellar-data", "users.json"), "a PostgreSQL users file (SCRAM), looked at after the users in Chubby; cellar admin user add -users FILE writes it")
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the PostgreSQL gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
