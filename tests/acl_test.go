@@ -142,9 +142,24 @@ func TestACLsAgainstDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	until("alice writes family a after GRANT UPDATE", upsert, ok, 15*time.Second)
-	// UPDATE reads every column of the rows it changes.
-	if err := run(alice, `UPDATE t SET "a:x" = 'z' WHERE _key = 'k'`); !denied(err) {
-		t.Fatalf("alice's UPDATE, who may not read family b: %v, want 42501", err)
+	// UPDATE reads the columns it names; RETURNING * reads them all;
+	// DELETE writes every family.
+	if err := run(alice, `UPDATE t SET "a:x" = "a:x" || '!' WHERE _key = 'k'`); err != nil {
+		t.Fatalf("alice updates family a: %v", err)
+	}
+	var ax string
+	if err := su.QueryRow(ctx, `SELECT "a:x" FROM t WHERE _key = 'k'`).Scan(&ax); err != nil || ax != "A!" {
+		t.Fatalf("after alice's UPDATE: %q %v", ax, err)
+	}
+	for _, q := range []string{
+		`UPDATE t SET "a:x" = "b:x" WHERE _key = 'k'`,
+		`UPDATE t SET "a:x" = 'z' WHERE "b:x" = 'B'`,
+		`UPDATE t SET "a:x" = 'z' WHERE _key = 'k' RETURNING *`,
+		`DELETE FROM t WHERE _key = 'k'`,
+	} {
+		if err := run(alice, q); !denied(err) {
+			t.Fatalf("%s: %v, want 42501", q, err)
+		}
 	}
 	if err := run(alice, `UPSERT INTO t (_key, "b:x") VALUES ('k2', 'mine')`); !denied(err) {
 		t.Fatalf("alice writes family b: %v, want 42501", err)
@@ -185,8 +200,8 @@ func TestACLsAgainstDemo(t *testing.T) {
 	if _, err := tbl.ReadRow(withToken(token), "k", bigtable.RowFilter(bigtable.FamilyFilter("b"))); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("Bigtable read of family b with alice's token: %v, want PermissionDenied", err)
 	}
-	row, err := tbl.ReadRow(withToken(token), "k", bigtable.RowFilter(bigtable.FamilyFilter("a")))
-	if err != nil || len(row["a"]) != 1 || string(row["a"][0].Value) != "A" {
+	row, err := tbl.ReadRow(withToken(token), "k", bigtable.RowFilter(bigtable.ChainFilters(bigtable.FamilyFilter("a"), bigtable.LatestNFilter(1))))
+	if err != nil || len(row["a"]) != 1 || string(row["a"][0].Value) != "A!" {
 		t.Fatalf("Bigtable read of family a with alice's token: %v %v", row, err)
 	}
 	m := bigtable.NewMutation()
