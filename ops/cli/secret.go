@@ -18,7 +18,7 @@ import (
 
 // defaultSecretFile is where cellar demo keeps its secret under its
 // default data directory; the cluster tools read it when given none.
-var defaultSecretFile = filepath.Join("cellar-data", "secret")
+const defaultSecretFile = "cellar-data/secret"
 
 const secretFileUsage = "file holding the cluster's shared secret (used when -secret is empty)"
 
