@@ -27,7 +27,7 @@ type aclCache struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	entries map[string]aclEntry
 }
 
@@ -38,9 +38,9 @@ type aclEntry struct {
 
 func (c *aclCache) get(ctx context.Context, table string) (*model.ACL, error) {
 	now := c.now()
-	c.mu.Lock()
+	c.mu.RLock()
 	e, ok := c.entries[table]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if ok && now.Sub(e.at) < c.ttl {
 		return e.acl, nil
 	}
