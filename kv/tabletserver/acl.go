@@ -29,6 +29,9 @@ type aclCache struct {
 
 	mu      sync.RWMutex
 	entries map[string]aclEntry
+	// gen counts invalidations: a read that an invalidation overtook is
+	// used but not cached, since it may predate the change.
+	gen uint64
 }
 
 type aclEntry struct {
@@ -40,6 +43,7 @@ func (c *aclCache) get(ctx context.Context, table string) (*model.ACL, error) {
 	now := c.now()
 	c.mu.RLock()
 	e, ok := c.entries[table]
+	gen := c.gen
 	c.mu.RUnlock()
 	if ok && now.Sub(e.at) < c.ttl {
 		return e.acl, nil
@@ -55,7 +59,9 @@ func (c *aclCache) get(ctx context.Context, table string) (*model.ACL, error) {
 		}
 	}
 	c.mu.Lock()
-	c.entries[table] = e
+	if c.gen == gen {
+		c.entries[table] = e
+	}
 	c.mu.Unlock()
 	return e.acl, nil
 }
@@ -69,6 +75,7 @@ func (s *Server) Invalidate(table string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	if table == "" {
 		c.entries = map[string]aclEntry{}
 		return
