@@ -86,6 +86,7 @@ func (s *Session) compileCopyFrom(ctx context.Context, st *Statement, c *pg.Copy
 // Data takes the next piece of the data; an error ends the COPY (the
 // wire layer then drops the rest).
 func (c *CopyIn) Data(ctx context.Context, b []byte) error {
+	ctx = c.s.asUser(ctx)
 	c.pending = append(c.pending, b...)
 	for {
 		rec, rest, ok := c.nextRecord(false)
@@ -102,6 +103,7 @@ func (c *CopyIn) Data(ctx context.Context, b []byte) error {
 // Done ends the data and waits for the rows in flight; it returns the
 // command tag.
 func (c *CopyIn) Done(ctx context.Context) (string, error) {
+	ctx = c.s.asUser(ctx)
 	for len(c.pending) > 0 {
 		rec, rest, ok := c.nextRecord(true)
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -376,9 +377,13 @@ func (t *target) key(vals []any) ([]byte, error) {
 }
 
 // readRow reads one row's newest cells, with the transaction's buffered
-// writes applied; found is false if it has no cell.
-func (s *Session) readRow(ctx context.Context, t *target, key []byte) ([]any, bool, error) {
-	it := s.kv().Scan(ctx, t.name, model.RowRange{Start: key, End: append(append([]byte(nil), key...), 0)}, ReadFilter{MaxVersions: 1}, 1)
+// writes applied; found is false if it has no cell. The user must be
+// allowed to read the families of the columns of need (nil: all of
+// them); the others' values are those of the families the user may read
+// (the rest read as NULL).
+func (s *Session) readRow(ctx context.Context, t *target, key []byte, need []bool) ([]any, bool, error) {
+	f := ReadFilter{MaxVersions: 1, ReadableOnly: true, Require: t.families(need)}
+	it := s.kv().Scan(ctx, t.name, model.RowRange{Start: key, End: append(append([]byte(nil), key...), 0)}, f, 1)
 	row := model.Row{Key: key}
 	if it.Next() {
 		row = it.Row()
@@ -417,6 +422,30 @@ func (t *target) expects(vals []any, named []bool) ([]model.Expect, error) {
 }
 
 // namedColumns marks the target columns that expressions name.
+// readNeed is what an UPDATE or DELETE reads of each row: the named
+// columns and the key (nil, every column, if it returns rows).
+func (t *target) readNeed(named []bool, returns bool) []bool {
+	if returns {
+		return nil
+	}
+	need := slices.Clone(named)
+	for i, col := range t.codec.cols {
+		need[i] = need[i] || col.Key
+	}
+	return need
+}
+
+// families are the families of the columns of need (nil: every column).
+func (t *target) families(need []bool) []string {
+	var out []string
+	for i, col := range t.codec.cols {
+		if (need == nil || need[i]) && !col.Key && col.Family != "" && !slices.Contains(out, col.Family) {
+			out = append(out, col.Family)
+		}
+	}
+	return out
+}
+
 func (t *target) namedColumns(nodes ...protoMessage) []bool {
 	named := make([]bool, len(t.codec.cols))
 	for _, n := range nodes {
@@ -921,7 +950,7 @@ func (s *Session) insertRow(ctx context.Context, t *target, w rowWrite, m insert
 	// Read first: a transaction's INSERT, or an ON CONFLICT update that
 	// reads the row.
 	for attempt := 0; ; attempt++ {
-		cur, found, err := s.readRow(ctx, t, key)
+		cur, found, err := s.readRow(ctx, t, key, nil)
 		if err != nil {
 			return false, nil, err
 		}

@@ -68,7 +68,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 			head = "Update on " + y.UpdateStmt.Relation.Relname + " (each row: a compare-and-swap of the values read)"
 			t, err := s.userTarget(ctx, y.UpdateStmt.Relation, y.UpdateStmt, false)
 			if err == nil {
-				q, err = s.candidates(ctx, t, y.UpdateStmt.WhereClause, &exprs{s: s, t: t, params: append([]uint32(nil), paramOIDs...)})
+				q, err = s.candidates(ctx, t, y.UpdateStmt.WhereClause, &exprs{s: s, t: t, params: append([]uint32(nil), paramOIDs...)}, nil)
 			}
 			if err != nil {
 				return nil, err
@@ -77,7 +77,7 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 			head = "Delete on " + y.DeleteStmt.Relation.Relname + " (each row: a check-and-mutate)"
 			t, err := s.userTarget(ctx, y.DeleteStmt.Relation, y.DeleteStmt, false)
 			if err == nil {
-				q, err = s.candidates(ctx, t, y.DeleteStmt.WhereClause, &exprs{s: s, t: t, params: append([]uint32(nil), paramOIDs...)})
+				q, err = s.candidates(ctx, t, y.DeleteStmt.WhereClause, &exprs{s: s, t: t, params: append([]uint32(nil), paramOIDs...)}, nil)
 			}
 			if err != nil {
 				return nil, err

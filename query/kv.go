@@ -60,6 +60,12 @@ type ReadFilter struct {
 	// Stats, if set, gathers the tablet servers' read statistics
 	// (EXPLAIN ANALYZE): a read adds its own when it ends.
 	Stats *ReadStats
+	// ReadableOnly and Require: a read of every family (Families nil)
+	// reads only those the session's user may read, if the user may read
+	// every family of Require (the families of the columns the statement
+	// uses); else it fails with 42501.
+	ReadableOnly bool
+	Require      []string
 }
 
 // ReadStats are what reads cost on the tablet servers: rows and cells
@@ -110,6 +116,8 @@ func kvError(err error, write bool) error {
 		return sqlstate.Errorf(codeDataCorrupted, "%v", err)
 	case errors.Is(err, model.ErrAborted):
 		return sqlstate.Errorf(codeSerializationFailure, "%v", err)
+	case errors.Is(err, model.ErrPermissionDenied):
+		return sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "%v", err)
 	case errors.Is(err, model.ErrAlreadyExists): // only CREATE TABLE makes things
 		return sqlstate.Errorf(codeDuplicateTable, "%v", err)
 	case write && model.Retryable(err):

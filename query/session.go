@@ -204,6 +204,7 @@ func (s *Session) Parse(sql string) ([]*Statement, error) {
 // the parameter types the client gave (0: infer). A string of two
 // statements is refused (42601). An empty string gives nil.
 func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (*Statement, error) {
+	ctx = s.asUser(ctx)
 	pieces, err := split(sql)
 	if err != nil {
 		return nil, err
@@ -249,6 +250,7 @@ func syntaxError(err error) error {
 // Execute runs a statement with its arguments (Go values of the
 // statement's parameter types), under PostgreSQL's transaction rules.
 func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Result, error) {
+	ctx = s.asUser(ctx)
 	if s.tx == TxFailed && !st.endsTx {
 		return nil, sqlstate.Errorf(sqlstate.CodeInFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block")
 	}
@@ -327,6 +329,8 @@ func (s *Session) compile(ctx context.Context, text string, n *pg.Node, paramOID
 		return st, nil
 	case *pg.Node_CopyStmt:
 		return s.compileCopy(ctx, st, x.CopyStmt)
+	case *pg.Node_GrantStmt:
+		return s.compileGrant(st, x.GrantStmt)
 	case *pg.Node_DeclareCursorStmt:
 		return s.compileDeclare(ctx, st, x.DeclareCursorStmt)
 	case *pg.Node_FetchStmt:

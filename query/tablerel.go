@@ -222,6 +222,7 @@ func (r *tableRel) Scan(ctx context.Context, req pgeval.ScanRequest) (pgeval.Row
 	f := r.filter()
 	f.Conditions = conds
 	f.Families = r.families(conds, req.Needed)
+	f.ReadableOnly, f.Require = true, r.required(conds, req.Needed)
 	buf := r.s.txw.writes(r.name)
 	if buf != nil {
 		// Buffered writes change what the conditions see: the
@@ -437,6 +438,26 @@ func (r *tableRel) families(conds []model.Condition, need []bool) []string {
 	}
 	for i, col := range r.codec.cols {
 		if need[i] && !col.Key {
+			set[col.Family] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for f := range set {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// required are the families whose columns a read uses (nil need: all),
+// which the session's user must be allowed to read.
+func (r *tableRel) required(conds []model.Condition, need []bool) []string {
+	set := map[string]bool{}
+	for _, c := range conds {
+		set[c.Family] = true
+	}
+	for i, col := range r.codec.cols {
+		if (need == nil || need[i]) && !col.Key && col.Family != "" {
 			set[col.Family] = true
 		}
 	}

@@ -13,12 +13,17 @@ import (
 )
 
 // candidates plans the scan of the rows a WHERE selects, returning every
-// target column in the target's order.
-func (s *Session) candidates(ctx context.Context, t *target, where *pg.Node, x *exprs) (*queryPlan, error) {
+// target column in the target's order: those of need (nil: all) as read,
+// the others as NULL, so that the read needs only their families (the
+// tablet servers check the user's right to read each family it reads).
+func (s *Session) candidates(ctx context.Context, t *target, where *pg.Node, x *exprs, need []bool) (*queryPlan, error) {
 	sel := &pg.SelectStmt{FromClause: []*pg.Node{{Node: &pg.Node_RangeVar{RangeVar: &pg.RangeVar{Relname: t.name, Inh: true, Relpersistence: "p", Location: -1}}}}, WhereClause: where}
-	for _, c := range t.codec.cols {
-		sel.TargetList = append(sel.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{
-			Val: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{strNode(c.Name)}, Location: -1}}}, Location: -1}}})
+	for i, c := range t.codec.cols {
+		val := &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{strNode(c.Name)}, Location: -1}}}
+		if need != nil && !need[i] {
+			val = &pg.Node{Node: &pg.Node_AConst{AConst: &pg.A_Const{Isnull: true, Location: -1}}}
+		}
+		sel.TargetList = append(sel.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: val, Location: -1}}})
 	}
 	q, err := s.prepareQuery(ctx, &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}}, x.params)
 	if err != nil {
@@ -56,11 +61,11 @@ func (s *Session) rowLoop(ctx context.Context, q *queryPlan, args []any, concurr
 
 // again waits before another attempt at a row another writer changed,
 // reads it again, and reports whether it still exists and passes where.
-func (s *Session) again(ctx context.Context, t *target, key []byte, attempt int, where *pgeval.Expr, env *pgeval.Env, args []any) ([]any, bool, error) {
+func (s *Session) again(ctx context.Context, t *target, key []byte, attempt int, where *pgeval.Expr, env *pgeval.Env, args []any, need []bool) ([]any, bool, error) {
 	if err := contended(ctx, t, attempt); err != nil {
 		return nil, false, err
 	}
-	cur, found, err := s.readRow(ctx, t, key)
+	cur, found, err := s.readRow(ctx, t, key, need)
 	if err != nil || !found {
 		return nil, false, err
 	}
@@ -95,7 +100,13 @@ func (s *Session) compileUpdate(ctx context.Context, text string, up *pg.UpdateS
 			return nil, err
 		}
 	}
-	q, err := s.candidates(ctx, t, up.WhereClause, x)
+	nodes := []protoMessage{up.WhereClause}
+	for _, it := range set {
+		nodes = append(nodes, it.node)
+	}
+	named := t.namedColumns(nodes...)
+	need := t.readNeed(named, len(up.ReturningList) > 0)
+	q, err := s.candidates(ctx, t, up.WhereClause, x, need)
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +114,6 @@ func (s *Session) compileUpdate(ctx context.Context, text string, up *pg.UpdateS
 	if err != nil {
 		return nil, err
 	}
-	nodes := []protoMessage{up.WhereClause}
-	for _, it := range set {
-		nodes = append(nodes, it.node)
-	}
-	named := t.namedColumns(nodes...)
 	st := &Statement{SQL: text, Params: x.final(), kind: "UPDATE"}
 	if ret != nil {
 		st.Columns = ret.cols
@@ -155,7 +161,7 @@ func (s *Session) compileUpdate(ctx context.Context, text string, up *pg.UpdateS
 				}
 				// Changed or gone since it was read: read it again, and
 				// check that it still qualifies.
-				cur, ok, err := s.again(ctx, t, key, attempt, where, env, args)
+				cur, ok, err := s.again(ctx, t, key, attempt, where, env, args, need)
 				if err != nil || !ok {
 					return false, err
 				}
@@ -188,7 +194,9 @@ func (s *Session) compileDelete(ctx context.Context, text string, del *pg.Delete
 			return nil, err
 		}
 	}
-	q, err := s.candidates(ctx, t, del.WhereClause, x)
+	named := t.namedColumns(del.WhereClause)
+	need := t.readNeed(named, len(del.ReturningList) > 0)
+	q, err := s.candidates(ctx, t, del.WhereClause, x, need)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +204,6 @@ func (s *Session) compileDelete(ctx context.Context, text string, del *pg.Delete
 	if err != nil {
 		return nil, err
 	}
-	named := t.namedColumns(del.WhereClause)
 	st := &Statement{SQL: text, Params: x.final(), kind: "DELETE"}
 	if ret != nil {
 		st.Columns = ret.cols
@@ -238,7 +245,7 @@ func (s *Session) compileDelete(ctx context.Context, text string, del *pg.Delete
 				if len(expects) == 0 {
 					return false, nil // deleted by someone else
 				}
-				cur, ok, err := s.again(ctx, t, key, attempt, where, env, args)
+				cur, ok, err := s.again(ctx, t, key, attempt, where, env, args, need)
 				if err != nil || !ok {
 					return false, err
 				}

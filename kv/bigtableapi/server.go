@@ -67,6 +67,12 @@ type Options struct {
 	// DropBatch is how many rows DropRowRange deletes per ApplyBulk
 	// (default 500).
 	DropBatch int
+	// Tokens, if set, name the principals of the tokens calls carry
+	// (auth.go); nil: calls with a token are Unauthenticated.
+	Tokens Tokens
+	// AllowAnonymous accepts calls without a token from anywhere, not
+	// only from loopback.
+	AllowAnonymous bool
 }
 
 // Validate checks the options.
@@ -117,6 +123,7 @@ func New(opts Options) (*Server, error) {
 // Register adds both services to a gRPC server. Give that server
 // grpc.MaxRecvMsgSize(MaxRequestBytes).
 func (s *Server) Register(r grpc.ServiceRegistrar) {
-	btpb.RegisterBigtableServer(r, s.data)
-	adminpb.RegisterBigtableTableAdminServer(r, s.admin)
+	o := s.data.opts
+	r.RegisterService(o.authenticated(&btpb.Bigtable_ServiceDesc), s.data)
+	r.RegisterService(o.authenticated(&adminpb.BigtableTableAdmin_ServiceDesc), s.admin)
 }

@@ -357,5 +357,5 @@ func (f AggFunc) String() string {
 
 // Aggregate is unary: a client in the server's process calls it directly.
 func (l localStub) Aggregate(ctx context.Context, in *pb.AggregateRequest, _ ...grpc.CallOption) (*pb.AggregateResponse, error) {
-	return l.srv.Aggregate(ctx, in)
+	return l.srv.Aggregate(l.in(ctx), in)
 }

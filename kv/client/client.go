@@ -72,6 +72,9 @@ type Options struct {
 	// client drops the location and looks the tablet up again, as it does
 	// for "not serving".
 	AttemptTimeout time.Duration
+	// Secret is the cluster's shared secret, sent on every call with the
+	// principal of the call's context (auth.go).
+	Secret string
 }
 
 // Client is safe for concurrent use.
@@ -134,7 +137,8 @@ func (c *Client) stub(addr string) (pb.TabletServerClient, error) {
 	cc := c.conns[addr]
 	if cc == nil {
 		var err error
-		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.opts.DialOptions...)
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, AuthDialOptions(c.opts.Secret)...)
+		opts = append(opts, c.opts.DialOptions...)
 		if cc, err = grpc.NewClient("passthrough:///"+addr, opts...); err != nil {
 			return nil, err
 		}
@@ -143,7 +147,7 @@ func (c *Client) stub(addr string) (pb.TabletServerClient, error) {
 	var st pb.TabletServerClient = pb.NewTabletServerClient(cc)
 	if c.opts.Local != nil {
 		if srv, ok := c.opts.Local(addr); ok {
-			st = localStub{TabletServerClient: st, srv: srv}
+			st = localStub{TabletServerClient: st, srv: srv, secret: c.opts.Secret}
 		}
 	}
 	if c.stubs == nil {

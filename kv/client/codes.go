@@ -32,6 +32,8 @@ func Code(err error) codes.Code {
 		return codes.ResourceExhausted
 	case errors.Is(err, model.ErrCorruption):
 		return codes.DataLoss
+	case errors.Is(err, model.ErrPermissionDenied):
+		return codes.PermissionDenied
 	}
 	return codes.Internal
 }

@@ -23,32 +23,39 @@ import (
 type localStub struct {
 	pb.TabletServerClient // gRPC, for everything else
 	srv                   pb.TabletServerServer
+	secret                string
+}
+
+// in gives a direct call the metadata a gRPC call would carry, so that
+// the server authenticates it and sees its principal the same way.
+func (l localStub) in(ctx context.Context) context.Context {
+	return metadata.NewIncomingContext(ctx, authMD(ctx, l.secret))
 }
 
 func (l localStub) ReadRow(ctx context.Context, in *pb.ReadRowRequest, _ ...grpc.CallOption) (*pb.ReadRowResponse, error) {
-	return l.srv.ReadRow(ctx, in)
+	return l.srv.ReadRow(l.in(ctx), in)
 }
 
 func (l localStub) MutateRow(ctx context.Context, in *pb.MutateRowRequest, _ ...grpc.CallOption) (*pb.MutateRowResponse, error) {
-	return l.srv.MutateRow(ctx, in)
+	return l.srv.MutateRow(l.in(ctx), in)
 }
 
 func (l localStub) MutateRows(ctx context.Context, in *pb.MutateRowsRequest, _ ...grpc.CallOption) (*pb.MutateRowsResponse, error) {
-	return l.srv.MutateRows(ctx, in)
+	return l.srv.MutateRows(l.in(ctx), in)
 }
 
 func (l localStub) ReadModifyWrite(ctx context.Context, in *pb.ReadModifyWriteRequest, _ ...grpc.CallOption) (*pb.ReadModifyWriteResponse, error) {
-	return l.srv.ReadModifyWrite(ctx, in)
+	return l.srv.ReadModifyWrite(l.in(ctx), in)
 }
 
 func (l localStub) CheckAndMutate(ctx context.Context, in *pb.CheckAndMutateRequest, _ ...grpc.CallOption) (*pb.CheckAndMutateResponse, error) {
-	return l.srv.CheckAndMutate(ctx, in)
+	return l.srv.CheckAndMutate(l.in(ctx), in)
 }
 
 // Scan runs the server's Scan in a goroutine, handing its responses over
 // a channel: no marshalling, no socket.
 func (l localStub) Scan(ctx context.Context, in *pb.ScanRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[pb.ScanResponse], error) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(l.in(ctx))
 	s := &localScan{ctx: ctx, cancel: cancel, ch: make(chan *pb.ScanResponse, 4), done: make(chan struct{})}
 	go func() {
 		s.err = l.srv.Scan(in, &localScanServer{s: s})

@@ -44,6 +44,11 @@ type Filter struct {
 	// toward a scan's limit; its labels come back in model.Row.Labels. As
 	// a CheckAndMutate predicate, the row matches if any cell passes.
 	RowFilter *model.RowFilter
+	// ReadableOnly: a read that names no families reads only those its
+	// principal may read (the table's ACL) instead of being denied, if
+	// it may read every family of Require.
+	ReadableOnly bool
+	Require      []string
 }
 
 // ReadStats is the work reads did on the tablet servers, for statistics
@@ -88,7 +93,7 @@ func statsFromProto(p *pb.ReadStats) ReadStats {
 func (f Filter) proto() (*pb.Filter, error) {
 	out := &pb.Filter{Families: f.Families, QualifierRegex: f.QualifierRegex, ValueRegex: f.ValueRegex,
 		TimeRange: &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}, MaxVersions: int32(f.MaxVersions),
-		WantStats: f.WantStats}
+		WantStats: f.WantStats, ReadableOnly: f.ReadableOnly, RequireFamilies: f.Require}
 	for _, c := range f.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{Family: c.Family, Qualifier: c.Qualifier, Type: int32(c.Type),
 			Op: pb.Condition_Op(c.Op), Operand: c.Operand})

@@ -101,7 +101,8 @@ func (a AdminServer) ReportSplit(ctx context.Context, req *masterpb.ReportSplitR
 // SplitReporter returns what a tablet server calls after it recorded a
 // split: it finds the active master through masterAddr and reports the
 // split. A lost report is harmless; the master's scan finds the split.
-func SplitReporter(masterAddr func(context.Context) (string, error)) func(ctx context.Context, server, table string, lower, upper model.RowRange) error {
+// dial are added to the connections (the cluster's secret).
+func SplitReporter(masterAddr func(context.Context) (string, error), dial ...grpc.DialOption) func(ctx context.Context, server, table string, lower, upper model.RowRange) error {
 	var mu sync.Mutex
 	conns := map[string]*grpc.ClientConn{}
 	return func(ctx context.Context, server, table string, lower, upper model.RowRange) error {
@@ -112,7 +113,7 @@ func SplitReporter(masterAddr func(context.Context) (string, error)) func(ctx co
 		mu.Lock()
 		cc := conns[addr]
 		if cc == nil {
-			if cc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			if cc, err = grpc.NewClient("passthrough:///"+addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dial...)...); err != nil {
 				mu.Unlock()
 				return err
 			}

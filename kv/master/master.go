@@ -109,6 +109,9 @@ type Options struct {
 	Clock func() time.Time
 	// MaxEvents is how many recent events Events keeps (default 200).
 	MaxEvents int
+	// Secret is the cluster's shared secret, sent on the master's calls
+	// to the tablet servers (kv/client's auth.go).
+	Secret string
 }
 
 func (o Options) withDefaults() Options {
@@ -350,7 +353,8 @@ func (m *Master) stub(addr string) (pb.TabletServerClient, error) {
 	cc := m.conns[addr]
 	if cc == nil {
 		var err error
-		cc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, client.AuthDialOptions(m.opts.Secret)...)
+		cc, err = grpc.NewClient("passthrough:///"+addr, opts...)
 		if err != nil {
 			return nil, err
 		}

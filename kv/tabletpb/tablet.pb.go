@@ -561,9 +561,16 @@ type Filter struct {
 	// toward a scan's row_limit; its output may carry labels and stripped
 	// (empty) values. As a CheckAndMutate predicate the row matches if it
 	// outputs any cell. Aggregate rejects it.
-	RowFilter     *RowFilter `protobuf:"bytes,8,opt,name=row_filter,json=rowFilter,proto3" json:"row_filter,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RowFilter *RowFilter `protobuf:"bytes,8,opt,name=row_filter,json=rowFilter,proto3" json:"row_filter,omitempty"`
+	// readable_only: if families is empty and the table has an ACL, read
+	// only the families the call's principal may read, instead of failing
+	// with PermissionDenied; require_families must still all be readable.
+	// SQL reads set them: a row is there if it has any cell, but a
+	// statement needs only the families of the columns it uses.
+	ReadableOnly    bool     `protobuf:"varint,9,opt,name=readable_only,json=readableOnly,proto3" json:"readable_only,omitempty"`
+	RequireFamilies []string `protobuf:"bytes,10,rep,name=require_families,json=requireFamilies,proto3" json:"require_families,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Filter) Reset() {
@@ -648,6 +655,20 @@ func (x *Filter) GetWantStats() bool {
 func (x *Filter) GetRowFilter() *RowFilter {
 	if x != nil {
 		return x.RowFilter
+	}
+	return nil
+}
+
+func (x *Filter) GetReadableOnly() bool {
+	if x != nil {
+		return x.ReadableOnly
+	}
+	return false
+}
+
+func (x *Filter) GetRequireFamilies() []string {
+	if x != nil {
+		return x.RequireFamilies
 	}
 	return nil
 }
@@ -4189,7 +4210,7 @@ const file_tablet_proto_rawDesc = "" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"3\n" +
 	"\tTimeRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x03R\x03end\"\xdc\x02\n" +
+	"\x03end\x18\x02 \x01(\x03R\x03end\"\xac\x03\n" +
 	"\x06Filter\x12\x1a\n" +
 	"\bfamilies\x18\x01 \x03(\tR\bfamilies\x12'\n" +
 	"\x0fqualifier_regex\x18\x02 \x01(\tR\x0equalifierRegex\x127\n" +
@@ -4204,7 +4225,10 @@ const file_tablet_proto_rawDesc = "" +
 	"\n" +
 	"want_stats\x18\a \x01(\bR\twantStats\x127\n" +
 	"\n" +
-	"row_filter\x18\b \x01(\v2\x18.cellar.tablet.RowFilterR\trowFilter\"\xc2\b\n" +
+	"row_filter\x18\b \x01(\v2\x18.cellar.tablet.RowFilterR\trowFilter\x12#\n" +
+	"\rreadable_only\x18\t \x01(\bR\freadableOnly\x12)\n" +
+	"\x10require_families\x18\n" +
+	" \x03(\tR\x0frequireFamilies\"\xc2\b\n" +
 	"\tRowFilter\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.cellar.tablet.RowFilter.KindR\x04kind\x122\n" +
 	"\afilters\x18\x02 \x03(\v2\x18.cellar.tablet.RowFilterR\afilters\x126\n" +

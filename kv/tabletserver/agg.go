@@ -283,6 +283,9 @@ func (s *Server) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.A
 	if len(ranges) == 0 {
 		ranges = []*pb.RowRange{{}}
 	}
+	if err := s.authorizeRead(ctx, req.Table, ranges[0].Start, &p.filter); err != nil {
+		return nil, err
+	}
 	a := &aggregator{p: p, groups: map[string]*aggGroup{}}
 	var st tablet.ReadStats
 	deadline := time.Now().Add(aggBudget)

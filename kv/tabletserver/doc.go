@@ -43,6 +43,17 @@
 // dropped rows or its time budget and says where to resume. Row samples
 // draw from Options.Rand.
 //
+// # Authentication and ACLs
+//
+// With Options.Secret set, every call must carry the cluster's secret
+// (kv/client's auth.go), else it is Unauthenticated. A call may name the
+// principal it acts for; a call that names none comes from a cluster
+// member and is not checked. A principal's data calls are checked
+// against the table's ACL (Options.ACLs, files in the lock service,
+// cached for Options.ACLTTL): reads need read on the families they read,
+// writes need write on the families they write (acl.go). A denied call
+// gets PermissionDenied naming the principal, the table and the family.
+//
 // # Errors
 //
 // Requests that can never succeed get InvalidArgument or NotFound. A

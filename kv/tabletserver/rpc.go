@@ -89,6 +89,9 @@ type filter struct {
 	// blocked: the row filter outputs nothing for any row, so the request
 	// reads nothing.
 	blocked bool
+	// readableOnly and require: see pb.Filter (acl.go).
+	readableOnly bool
+	require      []string
 }
 
 // withStats returns the read options of a read that counts into st if the
@@ -130,6 +133,7 @@ func compileFilter(f *pb.Filter) (filter, error) {
 	}
 	out.read.MaxVersions = int(f.MaxVersions)
 	out.wantStats = f.WantStats
+	out.readableOnly, out.require = f.ReadableOnly, f.RequireFamilies
 	var err error
 	if f.QualifierRegex != "" {
 		if out.qualifier, err = regexp.Compile(`^(?:` + f.QualifierRegex + `)$`); err != nil {
@@ -341,6 +345,9 @@ func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadR
 		return nil, err
 	}
 	s.narrow(&f, req.Table, req.Row)
+	if err := s.authorizeRead(ctx, req.Table, req.Row, &f); err != nil {
+		return nil, err
+	}
 	var st tablet.ReadStats
 	if f.blocked {
 		return &pb.ReadRowResponse{Stats: f.statsProto(&st)}, nil
@@ -386,6 +393,9 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		return err
 	}
 	s.narrow(&f, req.Table, ranges[0].Start)
+	if err := s.authorizeRead(stream.Context(), req.Table, ranges[0].Start, &f); err != nil {
+		return err
+	}
 	if f.blocked {
 		ranges = nil // nothing can pass: read nothing
 	}
@@ -494,6 +504,11 @@ func (s *Server) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.M
 	if err != nil {
 		return nil, err
 	}
+	var a access
+	mutationAccess(&a, ms)
+	if err := s.authorize(ctx, req.Table, req.Row, a); err != nil {
+		return nil, err
+	}
 	if err := s.opts.Store.Apply(ctx, req.Table, &model.RowMutation{Row: req.Row, Mutations: ms}); err != nil {
 		return nil, toStatus(err)
 	}
@@ -526,6 +541,11 @@ func (s *Server) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb
 		var ms []model.Mutation
 		if err == nil {
 			ms, err = mutationsFromProto(e.Mutations)
+		}
+		if err == nil {
+			var a access
+			mutationAccess(&a, ms)
+			err = s.authorize(ctx, req.Table, e.Row, a)
 		}
 		if err != nil {
 			setStatus(i, err)
@@ -572,6 +592,13 @@ func (s *Server) ReadModifyWrite(ctx context.Context, req *pb.ReadModifyWriteReq
 		default:
 			return nil, invalid("rule %d is neither append nor increment", i)
 		}
+	}
+	var a access
+	for _, r := range rules {
+		a.read, a.write = append(a.read, r.Family), append(a.write, r.Family)
+	}
+	if err := s.authorize(ctx, req.Table, req.Row, a); err != nil {
+		return nil, err
 	}
 	cells, err := s.opts.Store.ReadModifyWrite(ctx, req.Table, req.Row, rules)
 	if err != nil {
@@ -620,6 +647,26 @@ func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateReque
 		// them may read less.
 		s.narrow(&f, req.Table, req.Row)
 	}
+	var a access
+	switch plain := f.qualifier == nil && f.value == nil && f.conds == nil && f.row == nil; {
+	case plain && len(expects) == 0 && f.read.Families == nil && f.read.MaxVersions == 0 && f.read.TimeRange == (model.TimeRange{}):
+		// An existence test reveals only whether the row exists: it
+		// needs no read right (SQL's INSERT makes one).
+	case plain && len(expects) > 0:
+		for _, e := range expects {
+			a.read = append(a.read, e.Family)
+		}
+	default:
+		a = readAccess(&f)
+		for _, e := range expects {
+			a.read = append(a.read, e.Family)
+		}
+	}
+	mutationAccess(&a, ifTrue)
+	mutationAccess(&a, ifFalse)
+	if err := s.authorize(ctx, req.Table, req.Row, a); err != nil {
+		return nil, err
+	}
 	ev := f.evaluator(s.opts.Rand)
 	matched, err := s.opts.Store.CheckAndMutate(ctx, req.Table, req.Row, f.read,
 		func(cells []model.Cell) bool {
@@ -644,6 +691,9 @@ func (s *Server) SampleRowKeys(ctx context.Context, req *pb.SampleRowKeysRequest
 	}
 	if req.Table == "" {
 		return nil, invalid("no table name")
+	}
+	if _, err := client.Authenticate(ctx, s.opts.Secret); err != nil {
+		return nil, err
 	}
 	out := &pb.SampleRowKeysResponse{}
 	var offset int64

@@ -93,6 +93,17 @@ type Options struct {
 	// name (ReadRow), its duration and its error (nil on success). It runs
 	// on the RPC's goroutine and must not block (see observe.go).
 	ObserveRPC func(method string, d time.Duration, err error)
+	// Secret, if set, is the cluster's shared secret: every call must
+	// carry it (kv/client's auth.go), else it is Unauthenticated.
+	Secret string
+	// ACLs, if set, are the tables' ACLs, checked on every data call that
+	// names a principal (acl.go); nil: every table is open.
+	ACLs ACLReader
+	// ACLTTL bounds how long an ACL is cached (default 5 s); keep it
+	// within one Chubby lease so that a revoke takes effect within one.
+	ACLTTL time.Duration
+	// Now is the clock of the ACL cache (default time.Now).
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -123,6 +134,8 @@ func (o Options) Validate() error {
 		return errors.New("tabletserver: no address")
 	case o.Store == nil || o.Coord == nil:
 		return errors.New("tabletserver: a store and a lock service are required")
+	case o.ACLTTL < 0:
+		return fmt.Errorf("tabletserver: ACLTTL %v is negative", o.ACLTTL)
 	case o.Catalog != nil && (o.Meta == nil || o.Root == nil || o.FS == nil):
 		return errors.New("tabletserver: a store in shared mode needs a METADATA client, a root writer and the shared file system")
 	}
@@ -144,13 +157,14 @@ type Server struct {
 	splits chan [2]uint64
 	wg     sync.WaitGroup
 	grpc   *grpc.Server
+	acls   *aclCache // nil: no ACLs
 }
 
 type heldLock struct{ Lock }
 
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
-	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen)}
+	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen), acls: newACLCache(opts)}
 	if opts.Catalog != nil {
 		opts.Catalog.srv.Store(s)
 	}
@@ -241,7 +255,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	// Stream workers keep their goroutines and so their grown stacks; a
 	// goroutine per call would grow one through the read path each time.
-	s.grpc = grpc.NewServer(append(s.observeOptions(), grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))))...)
+	s.grpc = grpc.NewServer(append(append(client.ServerOptions(s.opts.Secret), s.observeOptions()...), grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))))...)
 	pb.RegisterTabletServerServer(s.grpc, s)
 	g := s.grpc
 	s.mu.Unlock()

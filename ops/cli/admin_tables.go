@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/ops/coordlock"
@@ -52,9 +53,9 @@ func isAdminTableCommand(name string) bool {
 	return false
 }
 
-// adminCmd is one subcommand: its usage line, its positional arguments,
+// adminTableCmd is one subcommand: its usage line, its positional arguments,
 // and what it does with a connection to the master.
-type adminCmd struct {
+type adminTableCmd struct {
 	usage    string
 	min, max int // positional arguments; max -1: any number
 	flags    func(fs *flag.FlagSet) func(ctx context.Context, d *adminDialer, pos []string, env Env) error
@@ -63,8 +64,8 @@ type adminCmd struct {
 	streams bool
 }
 
-func adminTableCmds() map[string]adminCmd {
-	return map[string]adminCmd{
+func adminTableCmds() map[string]adminTableCmd {
+	return map[string]adminTableCmd{
 		"table create": {usage: "cellar admin table create [-splits a,b] TABLE FAMILY[=GC]...", min: 2, max: -1, flags: tableCreate},
 		"table alter": {usage: "cellar admin table alter [-add FAMILY[=GC]]... [-drop FAMILY]... [-gc FAMILY=GC]... TABLE",
 			min: 1, max: 1, flags: tableAlter},
@@ -176,7 +177,7 @@ func dialMaster(ctx context.Context, cf *clusterFlags) (*adminConn, error) {
 		sess.Close(context.Background())
 		return nil, fmt.Errorf("find the master in the cell at %s: %w\nStart a master with `cellar master` (or the whole cluster with `make run`)", cf.chubby, err)
 	}
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, kvclient.AuthDialOptions(cf.secret)...)...)
 	if err != nil {
 		sess.Close(context.Background())
 		return nil, err

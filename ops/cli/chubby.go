@@ -30,6 +30,7 @@ func runChubby(args []string, env Env) int {
 	data := fs.String("data", "", "directory of this replica's Raft log and snapshots (default ./cellar-data/chubby-<id>)")
 	listen := fs.String("listen", "", "address to serve clients on, if not the replica's client address in -peers")
 	secret := fs.String("secret", "", "shared secret every client must present")
+	secretFile := fs.String("secret-file", "", secretFileUsage)
 	lease := fs.Duration("lease", 12*time.Second, "session lease granted by each KeepAlive")
 	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
@@ -46,6 +47,9 @@ func runChubby(args []string, env Env) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar chubby: unexpected argument %q\n", pos[0])
 		return 2
+	}
+	if *secret, err = readSecret(*secret, *secretFile, false); err != nil {
+		return fail(env, "chubby", err)
 	}
 	peers, err := parsePeers(*peersFlag)
 	if err != nil {

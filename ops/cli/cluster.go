@@ -135,7 +135,9 @@ func clusterUp(args []string, env Env) int {
 	fmt.Fprintf(env.Stdout, "cellar cluster: %d processes running; state, logs and data in %s\n", len(st.Procs), abs)
 	fmt.Fprintf(env.Stdout, "  sql:      psql \"postgresql://cellar@%s:%s/cellar\"\n", pgHost, pgPort)
 	fmt.Fprintf(env.Stdout, "  bigtable: export BIGTABLE_EMULATOR_HOST=%s\n", st.Bigtable)
-	fmt.Fprintf(env.Stdout, "  chubby:   cellar lock ls -addr %s /ls/cellar/\n", strings.Split(st.Chubby, ",")[0])
+	secretFile := filepath.Join(*dir, "secret")
+	fmt.Fprintf(env.Stdout, "  secret:   %s; tools take it with -secret-file, e.g. cellar admin tablets -chubby %s -secret-file %s\n", secretFile, st.Chubby, secretFile)
+	fmt.Fprintf(env.Stdout, "  chubby:   cellar lock ls -addr %s -secret \"$(cat %s)\" /ls/cellar/\n", strings.Split(st.Chubby, ",")[0], secretFile)
 	fmt.Fprintf(env.Stdout, "  status:   cellar cluster status -dir %s\n  stop:     cellar cluster down -dir %s\n", *dir, *dir)
 	return 0
 }
@@ -184,7 +186,11 @@ func planCluster(dir, host string, base int) (*clusterState, error) {
 	}
 	st.Chubby = strings.Join(clients, ",")
 	dfsRoot := filepath.Join(dir, "dfs")
+	// Every process shares the cluster's secret: the Chubby cell and the
+	// kv RPCs refuse calls without it.
+	secretFile := filepath.Join(dir, "secret")
 	proc := func(name, role, main string, settings ...[2]string) {
+		settings = append(settings, [2]string{"secret-file", secretFile})
 		pd := filepath.Join(dir, name)
 		st.Procs = append(st.Procs, clusterProc{Name: name, Role: role, Addr: main, Settings: settings,
 			Config: filepath.Join(pd, role+".conf"), Log: filepath.Join(pd, role+".log")})
@@ -216,6 +222,9 @@ func planCluster(dir, host string, base int) (*clusterState, error) {
 // master sees every tablet server.
 func startCluster(ctx context.Context, bin, dir string, st *clusterState, env Env) error {
 	if err := os.MkdirAll(filepath.Join(dir, "dfs"), 0o755); err != nil {
+		return err
+	}
+	if _, err := demoSecret(dir, ""); err != nil {
 		return err
 	}
 	exited := map[string]chan error{}

@@ -54,6 +54,8 @@ func runDemo(args []string, env Env) int {
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse gateway connections that do not use TLS")
 	procFl := addProcessFlags(fs)
+	secret := fs.String("secret", "", "the cluster's shared secret for the kv RPCs (default: the one in DATA/secret, made on the first run)")
+	secretFile := fs.String("secret-file", "", secretFileUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
 		return 2
@@ -92,13 +94,15 @@ func runDemo(args []string, env Env) int {
 	// users of `cellar admin user add`. Its options are checked before
 	// anything starts.
 	var sqlTables *query.Tables // set once the cluster runs, before the gateway serves
+	// The users in Chubby (once bound to the gateway's session), then the file's.
+	users := &coordlock.Users{Fallback: &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")}}
 	gwOpts := pgwire.Options{
 		StatementDone: pm.m.Statement(gatewayServer),
 		NewSession: func(o query.SessionOptions) (pgwire.Session, error) {
 			o.Tables = sqlTables
 			return query.NewSession(o)
 		},
-		Users:       &pgwire.FileUsers{Path: filepath.Join(*data, "users.json")},
+		Users:       users,
 		TLSRequired: *tlsRequired,
 		Logger:      log.With("role", "gateway"),
 	}
@@ -110,6 +114,12 @@ func runDemo(args []string, env Env) int {
 		gwOpts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if err := gwOpts.Validate(); err != nil {
+		return fail(env, "demo", err)
+	}
+	if *secret, err = readSecret(*secret, *secretFile, false); err == nil {
+		*secret, err = demoSecret(*data, *secret)
+	}
+	if err != nil {
 		return fail(env, "demo", err)
 	}
 	dfsRoot := filepath.Join(*data, "dfs")
@@ -126,7 +136,7 @@ func runDemo(args []string, env Env) int {
 		ln.Close()
 		return fail(env, "demo", err)
 	}
-	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, env, log, pm)
+	roles, err := startDemoRoles(ctx, dfsRoot, *tsCount, cellReplicas, *tsAddr, *masterAddr, *secret, env, log, pm)
 	if err != nil {
 		ln.Close()
 		closeReplicas(env, "demo", cellReplicas...)
@@ -140,6 +150,7 @@ func runDemo(args []string, env Env) int {
 		return fail(env, "demo", err)
 	}
 	sqlTables = query.NewTables(gw.kv)
+	users.Bind(gw.sess)
 	pgln, err := net.Listen("tcp", *pgAddr)
 	if err != nil {
 		gw.close(context.Background())
@@ -160,7 +171,7 @@ func runDemo(args []string, env Env) int {
 	go gateway.Serve(pgln)
 	var bt *bigtableGateway
 	if *btAddr != "" {
-		if bt, err = startBigtable(*btAddr, gw.kv, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
+		if bt, err = startBigtable(*btAddr, gw.kv, coordlock.TokenFiles{Session: gw.sess}, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
 			gateway.Close(context.Background())
 			gw.close(context.Background())
 			ln.Close()
@@ -183,6 +194,7 @@ func runDemo(args []string, env Env) int {
 
 	fmt.Fprintf(env.Stdout, "cellar demo %s\n", env.Version)
 	fmt.Fprintf(env.Stdout, "  data:    %s (the dfs root is %s)\n", *data, dfsRoot)
+	fmt.Fprintf(env.Stdout, "  secret:  the kv RPCs' cluster secret is in %s (cellar table, kv and admin take -secret-file)\n", filepath.Join(*data, "secret"))
 	fmt.Fprintf(env.Stdout, "  status:  http://%s/   (/metrics, /healthz, /readyz)\n", ln.Addr())
 	fmt.Fprintf(env.Stdout, "  chubby:  cell %q, %d replica(s), clients on %s\n", DefaultCell, len(cellReplicas), cellReplicas[0].ClientAddr())
 	lockFlag, chubbyFlag := "", ""
@@ -328,12 +340,13 @@ type demoRoles struct {
 	sess       *coordlock.Session // the master's
 	admin      *grpc.Server
 	masterAddr string
+	secret     string // the cluster's, for the kv RPCs
 }
 
 // startDemoRoles registers the demo's tablet servers in the cell and
 // starts the master, all as clients of the cell over loopback, as the
 // separate processes would be.
-func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr string, env Env, log *slog.Logger, pm *processMetrics) (*demoRoles, error) {
+func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell.Replica, tsAddr, masterAddr, secret string, env Env, log *slog.Logger, pm *processMetrics) (*demoRoles, error) {
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.ClientAddr())
@@ -364,7 +377,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		// tablets recovered from their logs.
 		name := fmt.Sprintf("demo%d", i+1)
 		role, err := StartTabletServer(openCtx, svc("tabletserver:"+name), TabletServerConfig{Name: name, Addr: ln.Addr().String(),
-			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logger: log.With("role", "tabletserver"), Metrics: pm.m})
+			FS: dfs.NewLocal(dfsRoot), SplitSize: 128 << 20, Logger: log.With("role", "tabletserver"), Metrics: pm.m, Secret: secret})
 		if err != nil {
 			ln.Close()
 			roles.closeServers(context.Background())
@@ -387,7 +400,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		return nil, fmt.Errorf("master: %w", err)
 	}
 	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logger: log.With("role", "master"),
-		FS: dfs.NewLocal(dfsRoot)})
+		FS: dfs.NewLocal(dfsRoot), Secret: secret})
 	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
 	if err := m.Open(openCtx); err != nil {
 		mln.Close()
@@ -395,10 +408,10 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		roles.closeServers(context.Background())
 		return nil, err
 	}
-	admin := grpc.NewServer(pm.m.MasterServerOptions("master")...)
+	admin := grpc.NewServer(append(kvclient.ServerOptions(secret), pm.m.MasterServerOptions("master")...)...)
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(mln)
-	roles.master, roles.sess, roles.admin, roles.masterAddr = m, sess, admin, mln.Addr().String()
+	roles.master, roles.sess, roles.admin, roles.masterAddr, roles.secret = m, sess, admin, mln.Addr().String(), secret
 	return roles, nil
 }
 
@@ -433,8 +446,8 @@ func openGatewayKV(ctx context.Context, replicas []*cell.Replica, roles *demoRol
 			return nil, false
 		}
 		return ts.Server().Local(), true
-	}})
-	return &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr("")}}, nil
+	}, Secret: roles.secret})
+	return &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr(""), Secret: roles.secret, ACLs: coordlock.ACLFiles{Session: sess}}}, nil
 }
 
 func (g *gatewayKV) close(ctx context.Context) error {

@@ -39,10 +39,11 @@ func runGateway(args []string, env Env) int {
 	fs.SetOutput(env.Stderr)
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated; the gateway finds the root tablet and the master there")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
-	secret := fs.String("secret", "", "the Chubby cell's shared secret")
+	secret := fs.String("secret", "", "the cluster's shared secret (the Chubby cell's and the kv RPCs')")
+	secretFile := fs.String("secret-file", "", secretFileUsage)
 	pgAddr := fs.String("pgwire", "127.0.0.1:5433", "address of the PostgreSQL protocol gateway (psql, drivers); empty: off")
 	btAddr := fs.String("bigtable", DefaultBigtableAddr, "address of the Bigtable gRPC API (clients connect with BIGTABLE_EMULATOR_HOST); empty: off")
-	users := fs.String("users", filepath.Join("cellar-data", "users.json"), "the PostgreSQL users file that cellar admin user add writes (SCRAM)")
+	users := fs.String("users", filepath.Join("cellar-data", "users.json"), "a PostgreSQL users file (SCRAM), looked at after the users in Chubby; cellar admin user add -users FILE writes it")
 	tlsCert := fs.String("tls-cert", "", "PEM certificate for the PostgreSQL gateway's TLS (with -tls-key); clients upgrade with sslmode=require")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsRequired := fs.Bool("tls-required", false, "refuse PostgreSQL connections that do not use TLS")
@@ -69,6 +70,9 @@ func runGateway(args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "cellar gateway: both -pgwire and -bigtable are off; nothing to serve")
 		return 2
 	}
+	if *secret, err = readSecret(*secret, *secretFile, false); err != nil {
+		return fail(env, "gateway", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -77,13 +81,15 @@ func runGateway(args []string, env Env) int {
 		return fail(env, "gateway", err)
 	}
 	var sqlTables *query.Tables // set before the gateway serves
+	// The users in Chubby (once bound to the gateway's session), then the file's.
+	clusterUsers := &coordlock.Users{Fallback: &pgwire.FileUsers{Path: *users}}
 	pgOpts := pgwire.Options{
 		StatementDone: pm.m.Statement(gatewayServer),
 		NewSession: func(o query.SessionOptions) (pgwire.Session, error) {
 			o.Tables = sqlTables
 			return query.NewSession(o)
 		},
-		Users:       &pgwire.FileUsers{Path: *users},
+		Users:       clusterUsers,
 		TLSRequired: *tlsRequired,
 		Logger:      log.With("role", "gateway"),
 	}
@@ -107,8 +113,9 @@ func runGateway(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "gateway", fmt.Errorf("connect to the Chubby cell at %s: %w", *chubby, err))
 	}
-	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
-	gw := &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr("")}}
+	clusterUsers.Bind(sess)
+	kvc := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}, Secret: *secret})
+	gw := &gatewayKV{sess: sess, kv: &querykv.KV{Client: kvc, MasterAddr: sess.MasterAddr(""), Secret: *secret, ACLs: coordlock.ACLFiles{Session: sess}}}
 
 	fmt.Fprintf(env.Stdout, "cellar gateway %s: a client of the cluster in the Chubby cell at %s\n", env.Version, *chubby)
 	var pg *pgwire.Server
@@ -131,7 +138,7 @@ func runGateway(args []string, env Env) int {
 	}
 	var bt *bigtableGateway
 	if *btAddr != "" {
-		if bt, err = startBigtable(*btAddr, gw.kv, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
+		if bt, err = startBigtable(*btAddr, gw.kv, coordlock.TokenFiles{Session: sess}, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
 			if pg != nil {
 				pg.Close(context.Background())
 			}
@@ -181,10 +188,11 @@ type bigtableGateway struct {
 	addr string
 }
 
-// startBigtable listens on addr and serves the Bigtable API over kv,
-// with opts (the metrics' interceptors) added to its gRPC server's.
-func startBigtable(addr string, kv *querykv.KV, opts ...grpc.ServerOption) (*bigtableGateway, error) {
-	api, err := bigtableapi.New(bigtableapi.Options{Rows: kv.Client, Admin: kv})
+// startBigtable listens on addr and serves the Bigtable API over kv; the
+// calls' tokens name their principals (kv/bigtableapi's auth.go), and
+// opts (the metrics' interceptors) are added to its gRPC server's.
+func startBigtable(addr string, kv *querykv.KV, tokens bigtableapi.Tokens, opts ...grpc.ServerOption) (*bigtableGateway, error) {
+	api, err := bigtableapi.New(bigtableapi.Options{Rows: kv.Client, Admin: kv, Tokens: tokens})
 	if err != nil {
 		return nil, err
 	}

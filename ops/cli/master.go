@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cellardb/cellar/coord/client"
+	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/masterpb"
@@ -30,7 +31,8 @@ func runMaster(args []string, env Env) int {
 	rpcAddr := fs.String("rpc", "127.0.0.1:9001", "address of the master's admin RPCs (table management); it goes into the master file")
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
-	secret := fs.String("secret", "", "the Chubby cell's shared secret")
+	secret := fs.String("secret", "", "the cluster's shared secret (the Chubby cell's and the kv RPCs')")
+	secretFile := fs.String("secret-file", "", secretFileUsage)
 	scan := fs.Duration("scan-interval", time.Second, "how often the master looks at the tablet servers")
 	dfsRoot := fs.String("dfs", filepath.Join("cellar-data", "dfs"), "root of the tablet servers' shared file system (as they mount it), for the file GC; empty: no GC")
 	mergeSize := fs.Int64("merge-size", 0, "merge two adjacent tablets on one server when their sizes add up to less than this many bytes (0: never)")
@@ -51,6 +53,9 @@ func runMaster(args []string, env Env) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar master: unexpected argument %q\n", pos[0])
 		return 2
+	}
+	if *secret, err = readSecret(*secret, *secretFile, false); err != nil {
+		return fail(env, "master", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -75,7 +80,7 @@ func runMaster(args []string, env Env) int {
 	defer sess.Close(context.Background())
 	fatal := make(chan error, 1)
 	opts := master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
-		ScanInterval: *scan, Logger: log.With("role", "master"), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance}
+		ScanInterval: *scan, Logger: log.With("role", "master"), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance, Secret: *secret}
 	if *dfsRoot != "" {
 		opts.FS = dfs.NewLocal(*dfsRoot)
 	}
@@ -103,7 +108,7 @@ func runMaster(args []string, env Env) int {
 		}
 		return fail(env, "master", err)
 	}
-	admin := grpc.NewServer(pm.m.MasterServerOptions("master")...)
+	admin := grpc.NewServer(append(kvclient.ServerOptions(*secret), pm.m.MasterServerOptions("master")...)...)
 	masterpb.RegisterMasterServer(admin, master.AdminServer{M: m})
 	go admin.Serve(rpcLn)
 	defer admin.Stop()

@@ -24,18 +24,24 @@ import (
 // clusterFlags are the flags of the commands that talk to a cluster.
 type clusterFlags struct {
 	chubby, cell, secret string
+	secretFile           string
 	timeout              time.Duration
 }
 
 func (cf *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.chubby, "chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	fs.StringVar(&cf.cell, "cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
-	fs.StringVar(&cf.secret, "secret", "", "the Chubby cell's shared secret")
+	fs.StringVar(&cf.secret, "secret", "", "the cluster's shared secret (the Chubby cell's and the kv RPCs')")
+	fs.StringVar(&cf.secretFile, "secret-file", defaultSecretFile, secretFileUsage+"; the default is cellar demo's, if it exists")
 	fs.DurationVar(&cf.timeout, "timeout", 30*time.Second, "give up after this long")
 }
 
 // session opens a Chubby session for a cluster command.
 func (cf *clusterFlags) session(ctx context.Context) (*coordlock.Session, error) {
+	var err error
+	if cf.secret, err = readSecret(cf.secret, cf.secretFile, cf.secretFile == defaultSecretFile); err != nil {
+		return nil, err
+	}
 	svc := &coordlock.Service{Client: client.Options{Cell: cf.cell, Addrs: splitList(cf.chubby), Principal: "cli", Secret: cf.secret}}
 	s, err := svc.NewSession(ctx)
 	if err != nil {
@@ -79,7 +85,7 @@ func runTable(args []string, env Env) int {
 	if err != nil {
 		return fail(env, name, fmt.Errorf("find the master: %w", err))
 	}
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, kvclient.AuthDialOptions(cf.secret)...)...)
 	if err != nil {
 		return fail(env, name, err)
 	}
@@ -193,7 +199,7 @@ func runKV(args []string, env Env) int {
 		return fail(env, name, err)
 	}
 	defer sess.Close(context.Background())
-	kv := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
+	kv := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}, Secret: cf.secret})
 	defer kv.Close()
 	printRow := func(r model.Row) {
 		for _, c := range r.Cells {

@@ -29,7 +29,8 @@ func runTabletServer(args []string, env Env) int {
 	dfsRoot := fs.String("dfs", filepath.Join("cellar-data", "dfs"), "root of the shared file system that every tablet server of the cluster mounts: commit logs and SSTables")
 	chubby := fs.String("chubby", DefaultChubbyAddr, "client addresses of the Chubby cell's replicas, comma-separated")
 	cellName := fs.String("cell", "", "the Chubby cell's name (default: the cell the replicas serve)")
-	secret := fs.String("secret", "", "the Chubby cell's shared secret")
+	secret := fs.String("secret", "", "the cluster's shared secret (the Chubby cell's and the kv RPCs')")
+	secretFile := fs.String("secret-file", "", secretFileUsage)
 	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
 	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
 	procFl := addProcessFlags(fs)
@@ -49,6 +50,9 @@ func runTabletServer(args []string, env Env) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar tabletserver: unexpected argument %q\n", pos[0])
 		return 2
+	}
+	if *secret, err = readSecret(*secret, *secretFile, false); err != nil {
+		return fail(env, "tabletserver", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -73,7 +77,7 @@ func runTabletServer(args []string, env Env) int {
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	role, err := StartTabletServer(openCtx, svc, TabletServerConfig{Name: *id, Addr: addr, FS: dfs.NewLocal(*dfsRoot), SplitSize: *splitSize,
-		Logger: log.With("role", "tabletserver"), OnFatal: func(err error) { fatal <- err }, Metrics: pm.m})
+		Logger: log.With("role", "tabletserver"), OnFatal: func(err error) { fatal <- err }, Metrics: pm.m, Secret: *secret})
 	cancel()
 	if err != nil {
 		ln.Close()

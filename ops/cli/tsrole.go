@@ -30,6 +30,7 @@ type TabletServer struct {
 	log   *slog.Logger
 	// unmetric stops the scrapes of the store.
 	unmetric func()
+	acls     *coordlock.ACLWatch // drops cached ACLs on Chubby's events
 }
 
 // Server returns the server, to serve RPCs on a listener.
@@ -56,6 +57,8 @@ type TabletServerConfig struct {
 	// Metrics, if set, receives the server's metrics, labelled with its
 	// incarnation.
 	Metrics *metrics.Metrics
+	// Secret is the cluster's shared secret (secret.go).
+	Secret string
 }
 
 // incarnation names one run of a server.
@@ -100,7 +103,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	id := incarnation(cfg.Name, time.Now())
 	log := cfg.Logger.With("server", id)
 	root := coordlock.RootFile{Session: sess}
-	meta := kvclient.New(kvclient.Options{Root: root})
+	meta := kvclient.New(kvclient.Options{Root: root, Secret: cfg.Secret})
 	var catalog tabletserver.Catalog
 	var splits splitForwarder
 	shared := &tablet.Shared{Name: id, Catalog: &catalog, NoStall: func(t string) bool { return t == kvclient.MetaTable }}
@@ -115,7 +118,8 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	}
 	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: cfg.Addr, Store: store, Logger: log, OnFatal: cfg.OnFatal,
 		Meta: meta, Root: root, Catalog: &catalog, FS: cfg.FS, DFSRoot: cfg.DFSRoot,
-		ReportSplit: master.SplitReporter(sess.MasterAddr("")), Coord: coordlock.ForTabletServer{Service: svc}, ObserveRPC: observeRPC})
+		ReportSplit: master.SplitReporter(sess.MasterAddr(""), kvclient.AuthDialOptions(cfg.Secret)...), Coord: coordlock.ForTabletServer{Service: svc}, ObserveRPC: observeRPC,
+		Secret: cfg.Secret, ACLs: coordlock.ACLFiles{Session: sess}})
 	splits.srv.Store(srv)
 	unmetric, err := addStoreMetrics(cfg.Metrics, id, store)
 	if err == nil {
@@ -130,7 +134,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 		sess.Close(context.Background())
 		return nil, err
 	}
-	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, log: log, unmetric: unmetric}, nil
+	return &TabletServer{srv: srv, store: store, sess: sess, meta: meta, log: log, unmetric: unmetric, acls: svc.WatchACLs(srv.Invalidate)}, nil
 }
 
 // Flush does the final minor compactions, so that the servers that take
@@ -156,6 +160,7 @@ func (r *TabletServer) Close(ctx context.Context) error {
 func (r *TabletServer) Abandon(ctx context.Context) error {
 	r.unmetric()
 	err := r.srv.Close(ctx)
+	r.acls.Close()
 	r.meta.Close()
 	return errors.Join(err, r.store.Close(ctx), r.sess.Close(ctx))
 }

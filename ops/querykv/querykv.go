@@ -27,13 +27,33 @@ type KV struct {
 	Client *kvclient.Client
 	// MasterAddr finds the active master (its lock file in Chubby).
 	MasterAddr func(context.Context) (string, error)
+	// Secret is the cluster's shared secret, sent to the master.
+	Secret string
+	// ACLs, if set, keep the tables' ACLs for GRANT and REVOKE.
+	ACLs interface {
+		UpdateACL(ctx context.Context, table string, update func(*model.ACL) (*model.ACL, error)) error
+	}
 
 	mu   sync.Mutex
 	addr string
 	conn *grpc.ClientConn
 }
 
-var _ query.KV = (*KV)(nil)
+var (
+	_ query.KV       = (*KV)(nil)
+	_ query.ACLStore = (*KV)(nil)
+)
+
+// UpdateACL implements query.ACLStore.
+func (k *KV) UpdateACL(ctx context.Context, table string, update func(*model.ACL) (*model.ACL, error)) error {
+	if k.ACLs == nil {
+		return fmt.Errorf("%w: this gateway keeps no ACLs", model.ErrFailedPrecondition)
+	}
+	if err := k.ACLs.UpdateACL(ctx, table, update); err != nil {
+		return fmt.Errorf("%w: update the ACL of %q: %w", model.ErrUnavailable, table, err)
+	}
+	return nil
+}
 
 // Close closes the connection to the master.
 func (k *KV) Close() error {
@@ -58,7 +78,8 @@ func (k *KV) master(ctx context.Context) (masterpb.MasterClient, error) {
 		if k.conn != nil {
 			k.conn.Close()
 		}
-		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, kvclient.AuthDialOptions(k.Secret)...)
+		cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", model.ErrUnavailable, err)
 		}
@@ -95,6 +116,8 @@ func classify(err error) error {
 		class = model.ErrCorruption
 	case codes.Aborted:
 		class = model.ErrAborted
+	case codes.PermissionDenied:
+		class = model.ErrPermissionDenied
 	case codes.Canceled:
 		return context.Canceled
 	case codes.DeadlineExceeded:
@@ -176,7 +199,8 @@ func (k *KV) CompareAndMutate(ctx context.Context, table string, row []byte, exp
 
 // filter is a kv/client filter for f.
 func filter(f query.ReadFilter) kvclient.Filter {
-	return kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions, WantStats: f.Stats != nil}
+	return kvclient.Filter{Families: f.Families, TimeRange: f.TimeRange, MaxVersions: f.MaxVersions, Conditions: f.Conditions, WantStats: f.Stats != nil,
+		ReadableOnly: f.ReadableOnly, Require: f.Require}
 }
 
 func addStats(dst *query.ReadStats, s kvclient.ReadStats) {
