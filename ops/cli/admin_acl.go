@@ -78,7 +78,7 @@ func runAdminACL(args []string, env Env) (code int, ok bool) {
 	c.write = fs.Bool("write", false, "the right to write")
 	c.pos, c.err = parseFlags(fs, rest, env, "CELLAR_ADMIN")
 	if c.err != nil {
-		return 2, true
+		return flagExit(c.err), true
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -127,7 +127,7 @@ func runAdminTables(args []string, env Env) int {
 	pos, err := parseFlags(fs, rest, env, "CELLAR")
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "usage: %s\n", cmd.usage)
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) < cmd.min || (cmd.max >= 0 && len(pos) > cmd.max) {
 		fmt.Fprintf(env.Stderr, "cellar admin %s: wrong number of arguments\nusage: %s\n", name, cmd.usage)

@@ -38,7 +38,7 @@ func runChubby(args []string, env Env) int {
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	log, err := procFl.logger(env)
 	if err != nil {

@@ -86,3 +86,27 @@ func TestLogDump(t *testing.T) {
 		t.Fatalf("log dump: %d %q %q", code, out, errs)
 	}
 }
+
+// TestEveryCommandHasHelp: -h and --help print a usage and exit 0, for
+// every command and for the subcommands of those that have them; nothing
+// starts.
+func TestEveryCommandHasHelp(t *testing.T) {
+	cmds := [][]string{{"help"}, {"version"}}
+	for name := range commands() {
+		if name != "help" && name != "version" {
+			cmds = append(cmds, []string{name})
+		}
+	}
+	cmds = append(cmds, []string{"cluster", "up"}, []string{"cluster", "down"}, []string{"cluster", "status"},
+		[]string{"admin", "tablets"}, []string{"admin", "table", "create"}, []string{"admin", "split"},
+		[]string{"admin", "move"}, []string{"admin", "compact"}, []string{"admin", "user", "add"}, []string{"admin", "grant"},
+		[]string{"table", "create"}, []string{"kv", "scan"}, []string{"sstable", "dump"}, []string{"log", "dump"}, []string{"lock", "ls"})
+	for _, c := range cmds {
+		for _, h := range []string{"-h", "--help"} {
+			code, stdout, stderr := run(append(append([]string{}, c...), h)...)
+			if code != 0 || !strings.Contains(strings.ToLower(stdout+stderr), "usage") && c[0] != "version" {
+				t.Errorf("cellar %s %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(c, " "), h, code, stdout, stderr)
+			}
+		}
+	}
+}

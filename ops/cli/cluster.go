@@ -53,8 +53,13 @@ type clusterState struct {
 const clusterStateFile = "cluster.json"
 
 func runCluster(args []string, env Env) int {
+	const usage = "usage: cellar cluster up|down|status [flags]   (cellar cluster up -h lists the flags)"
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(env.Stdout, usage)
+		return 0
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(env.Stderr, "usage: cellar cluster up|down|status [flags]")
+		fmt.Fprintln(env.Stderr, usage)
 		return 2
 	}
 	switch args[0] {
@@ -84,7 +89,7 @@ func clusterUp(args []string, env Env) int {
 	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the cluster to answer SQL")
 	pos, err := parseFlags(fs, args, env, "CELLAR_CLUSTER")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar cluster up: unexpected argument %q\n", pos[0])
@@ -411,7 +416,7 @@ func clusterDown(args []string, env Env) int {
 	timeout := fs.Duration("timeout", 30*time.Second, "how long each group of processes has to stop after SIGTERM before SIGKILL")
 	pos, err := parseFlags(fs, args, env, "CELLAR_CLUSTER")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar cluster down: unexpected argument %q\n", pos[0])
@@ -482,7 +487,7 @@ func clusterStatus(args []string, env Env) int {
 	fs, dir := clusterCmdFlags("status", env)
 	pos, err := parseFlags(fs, args, env, "CELLAR_CLUSTER")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(env.Stderr, "cellar cluster status: unexpected argument %q\n", pos[0])

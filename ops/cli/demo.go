@@ -58,7 +58,7 @@ func runDemo(args []string, env Env) int {
 	secretFile := fs.String("secret-file", "", secretFileUsage)
 	pos, err := parseFlags(fs, args, env, "CELLAR_DEMO")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	log, err := procFl.logger(env)
 	if err != nil {

@@ -74,6 +74,15 @@ func parseFlags(fs *flag.FlagSet, args []string, env Env, prefix string) ([]stri
 	return positional, nil
 }
 
+// flagExit is the exit status of a command whose flags did not parse:
+// 0 after -h or --help printed the usage, 2 for bad input.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
 func envName(prefix, flagName string) string {
 	return prefix + "_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }

@@ -52,7 +52,7 @@ func runGateway(args []string, env Env) int {
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_GATEWAY")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	log, err := procFl.logger(env)
 	if err != nil {

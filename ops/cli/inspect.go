@@ -13,8 +13,13 @@ import (
 )
 
 func runSSTable(args []string, env Env) int {
+	const usage = "usage: cellar sstable dump [-values] FILE | cellar sstable check FILE..."
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(env.Stdout, usage)
+		return 0
+	}
 	if len(args) == 0 {
-		fmt.Fprintln(env.Stderr, "usage: cellar sstable dump [-values] FILE | cellar sstable check FILE...")
+		fmt.Fprintln(env.Stderr, usage)
 		return 2
 	}
 	switch args[0] {
@@ -23,7 +28,7 @@ func runSSTable(args []string, env Env) int {
 		fs.SetOutput(env.Stderr)
 		values := fs.Bool("values", false, "print values as well as keys")
 		if err := fs.Parse(args[1:]); err != nil {
-			return 2
+			return flagExit(err)
 		}
 		if fs.NArg() != 1 {
 			fmt.Fprintln(env.Stderr, "usage: cellar sstable dump [-values] FILE")
@@ -83,15 +88,20 @@ func openSSTable(path string) (*sstable.Reader, error) {
 }
 
 func runLog(args []string, env Env) int {
+	const usage = "usage: cellar log dump [-from LSN] DIR"
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(env.Stdout, usage)
+		return 0
+	}
 	if len(args) == 0 || args[0] != "dump" {
-		fmt.Fprintln(env.Stderr, "usage: cellar log dump [-from LSN] DIR")
+		fmt.Fprintln(env.Stderr, usage)
 		return 2
 	}
 	fs := flag.NewFlagSet("log dump", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	from := fs.Uint64("from", 0, "first LSN to print")
 	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(env.Stderr, "usage: cellar log dump [-from LSN] DIR")

@@ -86,7 +86,7 @@ func runLoad(args []string, env Env) int {
 	pos, err := parseFlags(fs, args, env, "CELLAR_LOAD")
 	if err != nil {
 		fmt.Fprintln(env.Stderr, loadUsage)
-		return 2
+		return flagExit(err)
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(env.Stderr, "cellar load: %s\n%s\n", fmt.Sprintf(format, a...), loadUsage)

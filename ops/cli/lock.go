@@ -107,7 +107,7 @@ func runLock(args []string, env Env) int {
 	}
 	pos, err := parseFlags(fs, args[1:], env, "CELLAR_CHUBBY")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if (sub.args >= 0 && len(pos) != sub.args) || (sub.args < 0 && len(pos) > 2) || (args[0] == "put" && len(pos) == 0) {
 		fmt.Fprintf(env.Stderr, "usage: cellar lock %s\n", sub.usage)

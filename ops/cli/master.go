@@ -40,7 +40,7 @@ func runMaster(args []string, env Env) int {
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_MASTER")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	log, err := procFl.logger(env)
 	if err != nil {

@@ -24,7 +24,7 @@ func runSQLTest(args []string, env Env) int {
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	files, err := parseFlags(fs, args, env, "CELLAR_SQLTEST")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(env.Stderr, "usage: cellar sqltest [-url URL] [-endpoint NAME] FILE...")

@@ -54,6 +54,10 @@ func (cf *clusterFlags) session(ctx context.Context) (*coordlock.Session, error)
 func runTable(args []string, env Env) int {
 	usage := "usage: cellar table create [-splits a,b] NAME FAMILY... | alter NAME FAMILY... | drop NAME | ls"
 	minArgs := map[string]int{"create": 2, "alter": 2, "drop": 1, "ls": 0}
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(env.Stdout, usage)
+		return 0
+	}
 	if _, ok := minArgs[args0(args)]; !ok {
 		fmt.Fprintln(env.Stderr, usage)
 		return 2
@@ -65,7 +69,7 @@ func runTable(args []string, env Env) int {
 	splits := fs.String("splits", "", "rows at which the table's tablets start, comma-separated")
 	pos, err := parseFlags(fs, args[1:], env, "CELLAR")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) < minArgs[args[0]] || (args[0] == "ls" && len(pos) > 0) || (args[0] == "drop" && len(pos) != 1) {
 		fmt.Fprintln(env.Stderr, usage)
@@ -170,6 +174,10 @@ func args0(args []string) string {
 func runKV(args []string, env Env) int {
 	usage := "usage: cellar kv put TABLE ROW FAMILY:QUALIFIER VALUE | get TABLE ROW | scan [-start R] [-end R] [-limit N] TABLE"
 	want := map[string]int{"put": 4, "get": 2, "scan": 1}
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(env.Stdout, usage)
+		return 0
+	}
 	if len(args) == 0 || want[args[0]] == 0 {
 		fmt.Fprintln(env.Stderr, usage)
 		return 2
@@ -183,7 +191,7 @@ func runKV(args []string, env Env) int {
 	limit := fs.Int64("limit", 0, "scan: most rows (0: all)")
 	pos, err := parseFlags(fs, args[1:], env, "CELLAR")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if len(pos) != want[args[0]] {
 		fmt.Fprintln(env.Stderr, usage)

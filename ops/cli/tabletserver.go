@@ -36,7 +36,7 @@ func runTabletServer(args []string, env Env) int {
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
-		return 2
+		return flagExit(err)
 	}
 	log, err := procFl.logger(env)
 	if err != nil {
