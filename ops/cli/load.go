@@ -328,7 +328,7 @@ func load(ctx context.Context, cf *clusterFlags, o loadOptions, env Env) error {
 	if err != nil {
 		return err
 	}
-	kv := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: conn.sess}})
+	kv := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: conn.sess}, Secret: cf.secret})
 	defer kv.Close()
 	l := &loader{o: o, kv: kv, cp: cp, size: size, env: env, line: newProgressLine(env.Stderr, time.Now), start: time.Now(),
 		startOffset: cp.Offset, startRows: cp.Rows, timeout: cf.timeout}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -125,7 +126,8 @@ func classify(err error) error {
 	default:
 		class = model.ErrUnavailable
 	}
-	return fmt.Errorf("%w: %s", class, st.Message())
+	// The server's message usually starts with the class already.
+	return fmt.Errorf("%w: %s", class, strings.TrimPrefix(st.Message(), class.Error()+": "))
 }
 
 func (k *KV) Tables(ctx context.Context) (map[string]model.Schema, error) {
