@@ -42,9 +42,10 @@ func startDemo(t *testing.T, bin, data string, extra ...string) *demo {
 	t.Helper()
 	args := append([]string{"demo", "-data", data, "-http", "127.0.0.1:0", "-chubby", "127.0.0.1:0", "-tabletserver", "127.0.0.1:0", "-master", "127.0.0.1:0", "-pgwire", "127.0.0.1:0", "-bigtable", "127.0.0.1:0"}, extra...)
 	d := &demo{cmd: exec.Command(bin, args...), stderr: &strings.Builder{}}
-	// The cluster tools (cellar table, kv) and a cellar gateway started
-	// against the demo's cell find the demo's secret here.
+	// The cluster tools (cellar table, kv, admin, load) and a cellar
+	// gateway started against the demo's cell find the demo's secret here.
 	t.Setenv("CELLAR_SECRET_FILE", filepath.Join(data, "secret"))
+	t.Setenv("CELLAR_LOAD_SECRET_FILE", filepath.Join(data, "secret"))
 	t.Setenv("CELLAR_GATEWAY_SECRET_FILE", filepath.Join(data, "secret"))
 	out, _ := d.cmd.StdoutPipe()
 	d.cmd.Stderr = d.stderr

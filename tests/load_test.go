@@ -42,7 +42,12 @@ func itemsCSV(t *testing.T, path string, n int) {
 // -skip-bad.
 func TestLoadCSVAndJSONLines(t *testing.T) {
 	bin := buildCellar(t)
-	d := startDemo(t, bin, t.TempDir())
+	data := t.TempDir()
+	d := startDemo(t, bin, data)
+	secret, err := os.ReadFile(filepath.Join(data, "secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	db, err := pgx.Connect(ctx, d.pg)
@@ -150,7 +155,7 @@ func TestLoadCSVAndJSONLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close(context.Background())
-	kv := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}})
+	kv := kvclient.New(kvclient.Options{Root: coordlock.RootFile{Session: sess}, Secret: strings.TrimSpace(string(secret))})
 	defer kv.Close()
 	killPath := filepath.Join(dir, "kill.csv")
 	itemsCSV(t, killPath, n)
