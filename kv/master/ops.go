@@ -41,6 +41,8 @@ func (m *Master) release() { <-m.busy }
 type located struct {
 	server Server
 	tablet *pb.TabletInfo
+	// recovered: the records replayed so far, for a tablet being recovered.
+	recovered int64
 }
 
 func (l located) proto() *masterpb.Tablet {
@@ -54,7 +56,14 @@ func (l located) proto() *masterpb.Tablet {
 // trusting the last scan, so that a listing right after a split or move
 // shows it. A server that does not answer is left out.
 func (m *Master) liveTablets(ctx context.Context) []located {
-	var out []located
+	out, _ := m.liveTabletsAndRecoveries(ctx)
+	return out
+}
+
+// liveTabletsAndRecoveries is liveTablets, and besides the tablets each
+// server is recovering from a dead server's log (with their replay's
+// progress in recovered).
+func (m *Master) liveTabletsAndRecoveries(ctx context.Context) (out, recovering []located) {
 	for _, s := range m.Servers() {
 		resp, err := m.listTablets(ctx, s.Addr)
 		if err != nil {
@@ -63,15 +72,20 @@ func (m *Master) liveTablets(ctx context.Context) []located {
 		for _, t := range resp.Tablets {
 			out = append(out, located{server: s, tablet: t})
 		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].tablet, out[j].tablet
-		if a.Table != b.Table {
-			return a.Table < b.Table
+		for _, r := range resp.Recovering {
+			recovering = append(recovering, located{server: s, tablet: &pb.TabletInfo{Table: r.Table, Range: r.Range}, recovered: r.Records})
 		}
-		return bytes.Compare(a.Range.GetStart(), b.Range.GetStart()) < 0
-	})
-	return out
+	}
+	for _, ls := range [][]located{out, recovering} {
+		sort.Slice(ls, func(i, j int) bool {
+			a, b := ls[i].tablet, ls[j].tablet
+			if a.Table != b.Table {
+				return a.Table < b.Table
+			}
+			return bytes.Compare(a.Range.GetStart(), b.Range.GetStart()) < 0
+		})
+	}
+	return out, recovering
 }
 
 // resolveServer finds a live server by id, or by the name it was started
@@ -161,9 +175,17 @@ func (a AdminServer) ListTablets(ctx context.Context, req *masterpb.ListTabletsR
 		}
 	}
 	out := &masterpb.ListTabletsResponse{}
-	for _, l := range a.M.liveTablets(ctx) {
+	live, recovering := a.M.liveTabletsAndRecoveries(ctx)
+	for _, l := range live {
 		if req.Table == "" || l.tablet.Table == req.Table {
 			out.Tablets = append(out.Tablets, l.proto())
+		}
+	}
+	for _, l := range recovering {
+		if req.Table == "" || l.tablet.Table == req.Table {
+			t := l.proto()
+			t.Recovering, t.RecoveredRecords = true, l.recovered
+			out.Recovering = append(out.Recovering, t)
 		}
 	}
 	return out, nil

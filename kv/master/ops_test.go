@@ -32,6 +32,8 @@ type opsServer struct {
 	started  chan struct{}
 	release  chan struct{}
 	compacts []uint64
+	// recovering are listed as tablets being recovered from a log.
+	recovering []*pb.RecoveringTablet
 }
 
 func (s *opsServer) ListTablets(context.Context, *pb.ListTabletsRequest) (*pb.ListTabletsResponse, error) {
@@ -45,6 +47,7 @@ func (s *opsServer) ListTablets(context.Context, *pb.ListTabletsRequest) (*pb.Li
 		}
 		out.Tablets = append(out.Tablets, c)
 	}
+	out.Recovering = s.recovering
 	return out, nil
 }
 
@@ -157,7 +160,8 @@ func wantCode(t *testing.T, what string, err error, code codes.Code, msg string)
 }
 
 func TestListTabletsAndResolveServers(t *testing.T) {
-	m, mc, _, _ := opsMaster(t)
+	m, mc, _, s2 := opsMaster(t)
+	s2.recovering = []*pb.RecoveringTablet{{Table: "web", Range: &pb.RowRange{Start: []byte("x")}, Log: "recovery/ts0/7", Records: 42}}
 	ctx := context.Background()
 	resp, err := mc.ListTablets(ctx, &masterpb.ListTabletsRequest{})
 	if err != nil {
@@ -172,6 +176,12 @@ func TestListTabletsAndResolveServers(t *testing.T) {
 	}
 	if resp.Tablets[2].SizeBytes != 300 || resp.Tablets[2].ServerAddr == "" {
 		t.Fatalf("tablet: %+v", resp.Tablets[2])
+	}
+	// A tablet being recovered from a dead server's log is listed apart,
+	// with its replay's progress.
+	if len(resp.Recovering) != 1 || !resp.Recovering[0].Recovering || resp.Recovering[0].RecoveredRecords != 42 ||
+		resp.Recovering[0].Server != "ts2-b" || string(resp.Recovering[0].Start) != "x" {
+		t.Fatalf("recovering: %+v", resp.Recovering)
 	}
 	resp, err = mc.ListTablets(ctx, &masterpb.ListTabletsRequest{Table: "web"})
 	if err != nil || len(resp.Tablets) != 2 {

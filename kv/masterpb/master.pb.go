@@ -513,8 +513,12 @@ type Tablet struct {
 	// memtable_bytes are the tablet's writes not yet in SSTables (not in
 	// size_bytes).
 	MemtableBytes int64 `protobuf:"varint,10,opt,name=memtable_bytes,json=memtableBytes,proto3" json:"memtable_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// recovering: the tablet is being loaded from a dead server's log and
+	// does not serve yet; recovered_records are the records replayed so far.
+	Recovering       bool  `protobuf:"varint,11,opt,name=recovering,proto3" json:"recovering,omitempty"`
+	RecoveredRecords int64 `protobuf:"varint,12,opt,name=recovered_records,json=recoveredRecords,proto3" json:"recovered_records,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Tablet) Reset() {
@@ -617,6 +621,20 @@ func (x *Tablet) GetMemtableBytes() int64 {
 	return 0
 }
 
+func (x *Tablet) GetRecovering() bool {
+	if x != nil {
+		return x.Recovering
+	}
+	return false
+}
+
+func (x *Tablet) GetRecoveredRecords() int64 {
+	if x != nil {
+		return x.RecoveredRecords
+	}
+	return 0
+}
+
 type ListTabletsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// table, if set, lists only that table's tablets (NotFound if it does
@@ -666,7 +684,10 @@ func (x *ListTabletsRequest) GetTable() string {
 type ListTabletsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tablets are sorted by table, then start row.
-	Tablets       []*Tablet `protobuf:"bytes,1,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	Tablets []*Tablet `protobuf:"bytes,1,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	// recovering are the tablets being recovered from dead servers' logs
+	// (recovering set), in the same order.
+	Recovering    []*Tablet `protobuf:"bytes,2,rep,name=recovering,proto3" json:"recovering,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -704,6 +725,13 @@ func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
 func (x *ListTabletsResponse) GetTablets() []*Tablet {
 	if x != nil {
 		return x.Tablets
+	}
+	return nil
+}
+
+func (x *ListTabletsResponse) GetRecovering() []*Tablet {
+	if x != nil {
+		return x.Recovering
 	}
 	return nil
 }
@@ -1205,7 +1233,7 @@ const file_master_proto_rawDesc = "" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
 	"\x06schema\x18\x02 \x01(\fR\x06schema\x12\x1a\n" +
 	"\bexpected\x18\x03 \x01(\fR\bexpected\"\x16\n" +
-	"\x14UpdateSchemaResponse\"\xbf\x02\n" +
+	"\x14UpdateSchemaResponse\"\x8c\x03\n" +
 	"\x06Tablet\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
@@ -1219,11 +1247,18 @@ const file_master_proto_rawDesc = "" +
 	"\x15compaction_done_bytes\x18\b \x01(\x03R\x13compactionDoneBytes\x124\n" +
 	"\x16compaction_total_bytes\x18\t \x01(\x03R\x14compactionTotalBytes\x12%\n" +
 	"\x0ememtable_bytes\x18\n" +
-	" \x01(\x03R\rmemtableBytes\"*\n" +
+	" \x01(\x03R\rmemtableBytes\x12\x1e\n" +
+	"\n" +
+	"recovering\x18\v \x01(\bR\n" +
+	"recovering\x12+\n" +
+	"\x11recovered_records\x18\f \x01(\x03R\x10recoveredRecords\"*\n" +
 	"\x12ListTabletsRequest\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\"F\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"}\n" +
 	"\x13ListTabletsResponse\x12/\n" +
-	"\atablets\x18\x01 \x03(\v2\x15.cellar.master.TabletR\atablets\"[\n" +
+	"\atablets\x18\x01 \x03(\v2\x15.cellar.master.TabletR\atablets\x125\n" +
+	"\n" +
+	"recovering\x18\x02 \x03(\v2\x15.cellar.master.TabletR\n" +
+	"recovering\"[\n" +
 	"\tTabletRef\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x14\n" +
@@ -1303,34 +1338,35 @@ var file_master_proto_goTypes = []any{
 var file_master_proto_depIdxs = []int32{
 	20, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
 	10, // 1: cellar.master.ListTabletsResponse.tablets:type_name -> cellar.master.Tablet
-	13, // 2: cellar.master.SplitTabletRequest.tablet:type_name -> cellar.master.TabletRef
-	10, // 3: cellar.master.SplitTabletResponse.tablets:type_name -> cellar.master.Tablet
-	13, // 4: cellar.master.MoveTabletRequest.tablet:type_name -> cellar.master.TabletRef
-	10, // 5: cellar.master.MoveTabletResponse.tablet:type_name -> cellar.master.Tablet
-	13, // 6: cellar.master.CompactTabletsRequest.tablet:type_name -> cellar.master.TabletRef
-	0,  // 7: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
-	2,  // 8: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
-	4,  // 9: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
-	6,  // 10: cellar.master.Master.DeleteTable:input_type -> cellar.master.DeleteTableRequest
-	8,  // 11: cellar.master.Master.UpdateSchema:input_type -> cellar.master.UpdateSchemaRequest
-	11, // 12: cellar.master.Master.ListTablets:input_type -> cellar.master.ListTabletsRequest
-	14, // 13: cellar.master.Master.SplitTablet:input_type -> cellar.master.SplitTabletRequest
-	16, // 14: cellar.master.Master.MoveTablet:input_type -> cellar.master.MoveTabletRequest
-	18, // 15: cellar.master.Master.CompactTablets:input_type -> cellar.master.CompactTabletsRequest
-	1,  // 16: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
-	3,  // 17: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
-	5,  // 18: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
-	7,  // 19: cellar.master.Master.DeleteTable:output_type -> cellar.master.DeleteTableResponse
-	9,  // 20: cellar.master.Master.UpdateSchema:output_type -> cellar.master.UpdateSchemaResponse
-	12, // 21: cellar.master.Master.ListTablets:output_type -> cellar.master.ListTabletsResponse
-	15, // 22: cellar.master.Master.SplitTablet:output_type -> cellar.master.SplitTabletResponse
-	17, // 23: cellar.master.Master.MoveTablet:output_type -> cellar.master.MoveTabletResponse
-	19, // 24: cellar.master.Master.CompactTablets:output_type -> cellar.master.CompactTabletsProgress
-	16, // [16:25] is the sub-list for method output_type
-	7,  // [7:16] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	10, // 2: cellar.master.ListTabletsResponse.recovering:type_name -> cellar.master.Tablet
+	13, // 3: cellar.master.SplitTabletRequest.tablet:type_name -> cellar.master.TabletRef
+	10, // 4: cellar.master.SplitTabletResponse.tablets:type_name -> cellar.master.Tablet
+	13, // 5: cellar.master.MoveTabletRequest.tablet:type_name -> cellar.master.TabletRef
+	10, // 6: cellar.master.MoveTabletResponse.tablet:type_name -> cellar.master.Tablet
+	13, // 7: cellar.master.CompactTabletsRequest.tablet:type_name -> cellar.master.TabletRef
+	0,  // 8: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
+	2,  // 9: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
+	4,  // 10: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
+	6,  // 11: cellar.master.Master.DeleteTable:input_type -> cellar.master.DeleteTableRequest
+	8,  // 12: cellar.master.Master.UpdateSchema:input_type -> cellar.master.UpdateSchemaRequest
+	11, // 13: cellar.master.Master.ListTablets:input_type -> cellar.master.ListTabletsRequest
+	14, // 14: cellar.master.Master.SplitTablet:input_type -> cellar.master.SplitTabletRequest
+	16, // 15: cellar.master.Master.MoveTablet:input_type -> cellar.master.MoveTabletRequest
+	18, // 16: cellar.master.Master.CompactTablets:input_type -> cellar.master.CompactTabletsRequest
+	1,  // 17: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
+	3,  // 18: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
+	5,  // 19: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
+	7,  // 20: cellar.master.Master.DeleteTable:output_type -> cellar.master.DeleteTableResponse
+	9,  // 21: cellar.master.Master.UpdateSchema:output_type -> cellar.master.UpdateSchemaResponse
+	12, // 22: cellar.master.Master.ListTablets:output_type -> cellar.master.ListTabletsResponse
+	15, // 23: cellar.master.Master.SplitTablet:output_type -> cellar.master.SplitTabletResponse
+	17, // 24: cellar.master.Master.MoveTablet:output_type -> cellar.master.MoveTabletResponse
+	19, // 25: cellar.master.Master.CompactTablets:output_type -> cellar.master.CompactTabletsProgress
+	17, // [17:26] is the sub-list for method output_type
+	8,  // [8:17] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }

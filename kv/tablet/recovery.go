@@ -36,8 +36,9 @@ func (s *Store) startRecovery(spec LoadSpec) (*recovery, func()) {
 	return r, func() { s.recovering.Delete(r) }
 }
 
-// recoveries returns the replays running now, oldest first.
-func (s *Store) recoveries() []RecoveryProgress {
+// Recoveries returns the tablets being recovered from dead servers' logs
+// now, oldest first.
+func (s *Store) Recoveries() []RecoveryProgress {
 	var out []RecoveryProgress
 	s.recovering.Range(func(k, _ any) bool {
 		r := k.(*recovery)

@@ -1408,7 +1408,7 @@ func (s *Store) Stats() Stats {
 	s.stateMu.Lock()
 	st.StateGeneration = s.gen
 	s.stateMu.Unlock()
-	st.Recovering = s.recoveries()
+	st.Recovering = s.Recoveries()
 	for _, t := range s.Tablets() {
 		v := t.acquire()
 		ts := TabletStats{ID: t.id, Table: t.table, Range: t.rng, FrozenMemtables: len(v.frozen)}

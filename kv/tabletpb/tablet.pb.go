@@ -294,7 +294,7 @@ func (x AggSpec_Func) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AggSpec_Func.Descriptor instead.
 func (AggSpec_Func) EnumDescriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{48, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{49, 0}
 }
 
 type Cell struct {
@@ -2253,7 +2253,10 @@ type ListTabletsResponse struct {
 	Tablets []*TabletInfo          `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
 	// low_water: every SSTable the server wrote with a number below it is
 	// recorded in METADATA or abandoned (the master's file GC needs this).
-	LowWater      uint64 `protobuf:"varint,3,opt,name=low_water,json=lowWater,proto3" json:"low_water,omitempty"`
+	LowWater uint64 `protobuf:"varint,3,opt,name=low_water,json=lowWater,proto3" json:"low_water,omitempty"`
+	// recovering are the tablets being loaded from a dead server's log:
+	// they serve once their replay and a flush are done.
+	Recovering    []*RecoveringTablet `protobuf:"bytes,4,rep,name=recovering,proto3" json:"recovering,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2309,6 +2312,91 @@ func (x *ListTabletsResponse) GetLowWater() uint64 {
 	return 0
 }
 
+func (x *ListTabletsResponse) GetRecovering() []*RecoveringTablet {
+	if x != nil {
+		return x.Recovering
+	}
+	return nil
+}
+
+type RecoveringTablet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Range *RowRange              `protobuf:"bytes,2,opt,name=range,proto3" json:"range,omitempty"`
+	// log is the partition of the dead server's log being replayed.
+	Log string `protobuf:"bytes,3,opt,name=log,proto3" json:"log,omitempty"`
+	// records are the log records replayed so far.
+	Records       int64 `protobuf:"varint,4,opt,name=records,proto3" json:"records,omitempty"`
+	StartedMicros int64 `protobuf:"varint,5,opt,name=started_micros,json=startedMicros,proto3" json:"started_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoveringTablet) Reset() {
+	*x = RecoveringTablet{}
+	mi := &file_tablet_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoveringTablet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoveringTablet) ProtoMessage() {}
+
+func (x *RecoveringTablet) ProtoReflect() protoreflect.Message {
+	mi := &file_tablet_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoveringTablet.ProtoReflect.Descriptor instead.
+func (*RecoveringTablet) Descriptor() ([]byte, []int) {
+	return file_tablet_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RecoveringTablet) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *RecoveringTablet) GetRange() *RowRange {
+	if x != nil {
+		return x.Range
+	}
+	return nil
+}
+
+func (x *RecoveringTablet) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+func (x *RecoveringTablet) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *RecoveringTablet) GetStartedMicros() int64 {
+	if x != nil {
+		return x.StartedMicros
+	}
+	return 0
+}
+
 type CreateTableRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
@@ -2322,7 +2410,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2422,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[29]
+	mi := &file_tablet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2435,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{29}
+	return file_tablet_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateTableRequest) GetTable() string {
@@ -2380,7 +2468,7 @@ type CreateTableResponse struct {
 
 func (x *CreateTableResponse) Reset() {
 	*x = CreateTableResponse{}
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2480,7 @@ func (x *CreateTableResponse) String() string {
 func (*CreateTableResponse) ProtoMessage() {}
 
 func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[30]
+	mi := &file_tablet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2493,7 @@ func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableResponse.ProtoReflect.Descriptor instead.
 func (*CreateTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{30}
+	return file_tablet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateTableResponse) GetTablets() []*TabletInfo {
@@ -2432,7 +2520,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2532,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[31]
+	mi := &file_tablet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2545,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{31}
+	return file_tablet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LoadTabletRequest) GetSchema() []byte {
@@ -2497,7 +2585,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2597,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[32]
+	mi := &file_tablet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2610,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{32}
+	return file_tablet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LoadTabletResponse) GetTablet() *TabletInfo {
@@ -2542,7 +2630,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2642,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[33]
+	mi := &file_tablet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2655,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{33}
+	return file_tablet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UnloadTabletRequest) GetTable() string {
@@ -2592,7 +2680,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +2692,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[34]
+	mi := &file_tablet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +2705,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{34}
+	return file_tablet_proto_rawDescGZIP(), []int{35}
 }
 
 type PartitionLogRequest struct {
@@ -2633,7 +2721,7 @@ type PartitionLogRequest struct {
 
 func (x *PartitionLogRequest) Reset() {
 	*x = PartitionLogRequest{}
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2733,7 @@ func (x *PartitionLogRequest) String() string {
 func (*PartitionLogRequest) ProtoMessage() {}
 
 func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[35]
+	mi := &file_tablet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2746,7 @@ func (x *PartitionLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogRequest.ProtoReflect.Descriptor instead.
 func (*PartitionLogRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{35}
+	return file_tablet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PartitionLogRequest) GetServer() string {
@@ -2686,7 +2774,7 @@ type PartitionLogResponse struct {
 
 func (x *PartitionLogResponse) Reset() {
 	*x = PartitionLogResponse{}
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2786,7 @@ func (x *PartitionLogResponse) String() string {
 func (*PartitionLogResponse) ProtoMessage() {}
 
 func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[36]
+	mi := &file_tablet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2799,7 @@ func (x *PartitionLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLogResponse.ProtoReflect.Descriptor instead.
 func (*PartitionLogResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{36}
+	return file_tablet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PartitionLogResponse) GetDir() string {
@@ -2739,7 +2827,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2839,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[37]
+	mi := &file_tablet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2852,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{37}
+	return file_tablet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -2797,7 +2885,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2897,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[38]
+	mi := &file_tablet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2910,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{38}
+	return file_tablet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -2841,7 +2929,7 @@ type DropTableRequest struct {
 
 func (x *DropTableRequest) Reset() {
 	*x = DropTableRequest{}
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2853,7 +2941,7 @@ func (x *DropTableRequest) String() string {
 func (*DropTableRequest) ProtoMessage() {}
 
 func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[39]
+	mi := &file_tablet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2866,7 +2954,7 @@ func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableRequest.ProtoReflect.Descriptor instead.
 func (*DropTableRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{39}
+	return file_tablet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DropTableRequest) GetTable() string {
@@ -2884,7 +2972,7 @@ type DropTableResponse struct {
 
 func (x *DropTableResponse) Reset() {
 	*x = DropTableResponse{}
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +2984,7 @@ func (x *DropTableResponse) String() string {
 func (*DropTableResponse) ProtoMessage() {}
 
 func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[40]
+	mi := &file_tablet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +2997,7 @@ func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableResponse.ProtoReflect.Descriptor instead.
 func (*DropTableResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{40}
+	return file_tablet_proto_rawDescGZIP(), []int{41}
 }
 
 type UpdateSchemaRequest struct {
@@ -2922,7 +3010,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3022,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[41]
+	mi := &file_tablet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3035,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{41}
+	return file_tablet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateSchemaRequest) GetTable() string {
@@ -2972,7 +3060,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3072,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[42]
+	mi := &file_tablet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3085,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{42}
+	return file_tablet_proto_rawDescGZIP(), []int{43}
 }
 
 type ListFilesRequest struct {
@@ -3008,7 +3096,7 @@ type ListFilesRequest struct {
 
 func (x *ListFilesRequest) Reset() {
 	*x = ListFilesRequest{}
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3020,7 +3108,7 @@ func (x *ListFilesRequest) String() string {
 func (*ListFilesRequest) ProtoMessage() {}
 
 func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[43]
+	mi := &file_tablet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3033,7 +3121,7 @@ func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListFilesRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{43}
+	return file_tablet_proto_rawDescGZIP(), []int{44}
 }
 
 type ListFilesResponse struct {
@@ -3045,7 +3133,7 @@ type ListFilesResponse struct {
 
 func (x *ListFilesResponse) Reset() {
 	*x = ListFilesResponse{}
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3145,7 @@ func (x *ListFilesResponse) String() string {
 func (*ListFilesResponse) ProtoMessage() {}
 
 func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[44]
+	mi := &file_tablet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3158,7 @@ func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListFilesResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{44}
+	return file_tablet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListFilesResponse) GetPaths() []string {
@@ -3102,7 +3190,7 @@ type AggregateRequest struct {
 
 func (x *AggregateRequest) Reset() {
 	*x = AggregateRequest{}
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3202,7 @@ func (x *AggregateRequest) String() string {
 func (*AggregateRequest) ProtoMessage() {}
 
 func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[45]
+	mi := &file_tablet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3215,7 @@ func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateRequest.ProtoReflect.Descriptor instead.
 func (*AggregateRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{45}
+	return file_tablet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AggregateRequest) GetTable() string {
@@ -3181,7 +3269,7 @@ type GroupKey struct {
 
 func (x *GroupKey) Reset() {
 	*x = GroupKey{}
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3193,7 +3281,7 @@ func (x *GroupKey) String() string {
 func (*GroupKey) ProtoMessage() {}
 
 func (x *GroupKey) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[46]
+	mi := &file_tablet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3206,7 +3294,7 @@ func (x *GroupKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupKey.ProtoReflect.Descriptor instead.
 func (*GroupKey) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{46}
+	return file_tablet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GroupKey) GetWhat() isGroupKey_What {
@@ -3261,7 +3349,7 @@ type ColumnRef struct {
 
 func (x *ColumnRef) Reset() {
 	*x = ColumnRef{}
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3361,7 @@ func (x *ColumnRef) String() string {
 func (*ColumnRef) ProtoMessage() {}
 
 func (x *ColumnRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[47]
+	mi := &file_tablet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3374,7 @@ func (x *ColumnRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColumnRef.ProtoReflect.Descriptor instead.
 func (*ColumnRef) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{47}
+	return file_tablet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ColumnRef) GetFamily() string {
@@ -3322,7 +3410,7 @@ type AggSpec struct {
 
 func (x *AggSpec) Reset() {
 	*x = AggSpec{}
-	mi := &file_tablet_proto_msgTypes[48]
+	mi := &file_tablet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3422,7 @@ func (x *AggSpec) String() string {
 func (*AggSpec) ProtoMessage() {}
 
 func (x *AggSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[48]
+	mi := &file_tablet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3435,7 @@ func (x *AggSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggSpec.ProtoReflect.Descriptor instead.
 func (*AggSpec) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{48}
+	return file_tablet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AggSpec) GetFunc() AggSpec_Func {
@@ -3381,7 +3469,7 @@ type AggregateResponse struct {
 
 func (x *AggregateResponse) Reset() {
 	*x = AggregateResponse{}
-	mi := &file_tablet_proto_msgTypes[49]
+	mi := &file_tablet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3393,7 +3481,7 @@ func (x *AggregateResponse) String() string {
 func (*AggregateResponse) ProtoMessage() {}
 
 func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[49]
+	mi := &file_tablet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3406,7 +3494,7 @@ func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse.ProtoReflect.Descriptor instead.
 func (*AggregateResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{49}
+	return file_tablet_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AggregateResponse) GetGroups() []*AggregateResponse_Group {
@@ -3450,7 +3538,7 @@ type SplitTabletRequest struct {
 
 func (x *SplitTabletRequest) Reset() {
 	*x = SplitTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +3550,7 @@ func (x *SplitTabletRequest) String() string {
 func (*SplitTabletRequest) ProtoMessage() {}
 
 func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[50]
+	mi := &file_tablet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +3563,7 @@ func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
 func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{50}
+	return file_tablet_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SplitTabletRequest) GetTable() string {
@@ -3509,7 +3597,7 @@ type SplitTabletResponse struct {
 
 func (x *SplitTabletResponse) Reset() {
 	*x = SplitTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +3609,7 @@ func (x *SplitTabletResponse) String() string {
 func (*SplitTabletResponse) ProtoMessage() {}
 
 func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[51]
+	mi := &file_tablet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +3622,7 @@ func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
 func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{51}
+	return file_tablet_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SplitTabletResponse) GetTablets() []*TabletInfo {
@@ -3554,7 +3642,7 @@ type CompactTabletRequest struct {
 
 func (x *CompactTabletRequest) Reset() {
 	*x = CompactTabletRequest{}
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3566,7 +3654,7 @@ func (x *CompactTabletRequest) String() string {
 func (*CompactTabletRequest) ProtoMessage() {}
 
 func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[52]
+	mi := &file_tablet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3579,7 +3667,7 @@ func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletRequest.ProtoReflect.Descriptor instead.
 func (*CompactTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{52}
+	return file_tablet_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CompactTabletRequest) GetTable() string {
@@ -3608,7 +3696,7 @@ type CompactTabletResponse struct {
 
 func (x *CompactTabletResponse) Reset() {
 	*x = CompactTabletResponse{}
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3620,7 +3708,7 @@ func (x *CompactTabletResponse) String() string {
 func (*CompactTabletResponse) ProtoMessage() {}
 
 func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[53]
+	mi := &file_tablet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3633,7 +3721,7 @@ func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletResponse.ProtoReflect.Descriptor instead.
 func (*CompactTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{53}
+	return file_tablet_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CompactTabletResponse) GetTablet() *TabletInfo {
@@ -3663,7 +3751,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tablet_proto_msgTypes[54]
+	mi := &file_tablet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3675,7 +3763,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[54]
+	mi := &file_tablet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +3818,7 @@ type Mutation_DeleteColumn struct {
 
 func (x *Mutation_DeleteColumn) Reset() {
 	*x = Mutation_DeleteColumn{}
-	mi := &file_tablet_proto_msgTypes[55]
+	mi := &file_tablet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3742,7 +3830,7 @@ func (x *Mutation_DeleteColumn) String() string {
 func (*Mutation_DeleteColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[55]
+	mi := &file_tablet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +3876,7 @@ type Mutation_DeleteFamily struct {
 
 func (x *Mutation_DeleteFamily) Reset() {
 	*x = Mutation_DeleteFamily{}
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3800,7 +3888,7 @@ func (x *Mutation_DeleteFamily) String() string {
 func (*Mutation_DeleteFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[56]
+	mi := &file_tablet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +3919,7 @@ type Mutation_DeleteRow struct {
 
 func (x *Mutation_DeleteRow) Reset() {
 	*x = Mutation_DeleteRow{}
-	mi := &file_tablet_proto_msgTypes[57]
+	mi := &file_tablet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +3931,7 @@ func (x *Mutation_DeleteRow) String() string {
 func (*Mutation_DeleteRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[57]
+	mi := &file_tablet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3869,7 +3957,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tablet_proto_msgTypes[58]
+	mi := &file_tablet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3881,7 +3969,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[58]
+	mi := &file_tablet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3926,7 +4014,7 @@ type ReadModifyWriteRequest_Rule struct {
 
 func (x *ReadModifyWriteRequest_Rule) Reset() {
 	*x = ReadModifyWriteRequest_Rule{}
-	mi := &file_tablet_proto_msgTypes[59]
+	mi := &file_tablet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3938,7 +4026,7 @@ func (x *ReadModifyWriteRequest_Rule) String() string {
 func (*ReadModifyWriteRequest_Rule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRequest_Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[59]
+	mi := &file_tablet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4022,7 +4110,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tablet_proto_msgTypes[60]
+	mi := &file_tablet_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4034,7 +4122,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[60]
+	mi := &file_tablet_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4084,7 +4172,7 @@ type AggregateResponse_Group struct {
 
 func (x *AggregateResponse_Group) Reset() {
 	*x = AggregateResponse_Group{}
-	mi := &file_tablet_proto_msgTypes[62]
+	mi := &file_tablet_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4096,7 +4184,7 @@ func (x *AggregateResponse_Group) String() string {
 func (*AggregateResponse_Group) ProtoMessage() {}
 
 func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[62]
+	mi := &file_tablet_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4109,7 +4197,7 @@ func (x *AggregateResponse_Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse_Group.ProtoReflect.Descriptor instead.
 func (*AggregateResponse_Group) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{49, 0}
+	return file_tablet_proto_rawDescGZIP(), []int{50, 0}
 }
 
 func (x *AggregateResponse_Group) GetKey() [][]byte {
@@ -4149,7 +4237,7 @@ type AggregateResponse_AggValue struct {
 
 func (x *AggregateResponse_AggValue) Reset() {
 	*x = AggregateResponse_AggValue{}
-	mi := &file_tablet_proto_msgTypes[63]
+	mi := &file_tablet_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4161,7 +4249,7 @@ func (x *AggregateResponse_AggValue) String() string {
 func (*AggregateResponse_AggValue) ProtoMessage() {}
 
 func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tablet_proto_msgTypes[63]
+	mi := &file_tablet_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4174,7 +4262,7 @@ func (x *AggregateResponse_AggValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse_AggValue.ProtoReflect.Descriptor instead.
 func (*AggregateResponse_AggValue) Descriptor() ([]byte, []int) {
-	return file_tablet_proto_rawDescGZIP(), []int{49, 1}
+	return file_tablet_proto_rawDescGZIP(), []int{50, 1}
 }
 
 func (x *AggregateResponse_AggValue) GetCount() int64 {
@@ -4405,11 +4493,20 @@ const file_tablet_proto_rawDesc = "" +
 	"\x15compaction_done_bytes\x18\x05 \x01(\x03R\x13compactionDoneBytes\x124\n" +
 	"\x16compaction_total_bytes\x18\x06 \x01(\x03R\x14compactionTotalBytes\x12)\n" +
 	"\x10compaction_major\x18\a \x01(\bR\x0fcompactionMajor\x12%\n" +
-	"\x0ememtable_bytes\x18\b \x01(\x03R\rmemtableBytes\"\x7f\n" +
+	"\x0ememtable_bytes\x18\b \x01(\x03R\rmemtableBytes\"\xc0\x01\n" +
 	"\x13ListTabletsResponse\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x123\n" +
 	"\atablets\x18\x02 \x03(\v2\x19.cellar.tablet.TabletInfoR\atablets\x12\x1b\n" +
-	"\tlow_water\x18\x03 \x01(\x04R\blowWater\"Z\n" +
+	"\tlow_water\x18\x03 \x01(\x04R\blowWater\x12?\n" +
+	"\n" +
+	"recovering\x18\x04 \x03(\v2\x1f.cellar.tablet.RecoveringTabletR\n" +
+	"recovering\"\xaa\x01\n" +
+	"\x10RecoveringTablet\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12-\n" +
+	"\x05range\x18\x02 \x01(\v2\x17.cellar.tablet.RowRangeR\x05range\x12\x10\n" +
+	"\x03log\x18\x03 \x01(\tR\x03log\x12\x18\n" +
+	"\arecords\x18\x04 \x01(\x03R\arecords\x12%\n" +
+	"\x0estarted_micros\x18\x05 \x01(\x03R\rstartedMicros\"Z\n" +
 	"\x12CreateTableRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x16\n" +
 	"\x06schema\x18\x02 \x01(\fR\x06schema\x12\x16\n" +
@@ -4539,7 +4636,7 @@ func file_tablet_proto_rawDescGZIP() []byte {
 }
 
 var file_tablet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_tablet_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_tablet_proto_goTypes = []any{
 	(RowFilter_Kind)(0),                  // 0: cellar.tablet.RowFilter.Kind
 	(Bound_Kind)(0),                      // 1: cellar.tablet.Bound.Kind
@@ -4574,41 +4671,42 @@ var file_tablet_proto_goTypes = []any{
 	(*ListTabletsRequest)(nil),           // 30: cellar.tablet.ListTabletsRequest
 	(*TabletInfo)(nil),                   // 31: cellar.tablet.TabletInfo
 	(*ListTabletsResponse)(nil),          // 32: cellar.tablet.ListTabletsResponse
-	(*CreateTableRequest)(nil),           // 33: cellar.tablet.CreateTableRequest
-	(*CreateTableResponse)(nil),          // 34: cellar.tablet.CreateTableResponse
-	(*LoadTabletRequest)(nil),            // 35: cellar.tablet.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 36: cellar.tablet.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 37: cellar.tablet.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 38: cellar.tablet.UnloadTabletResponse
-	(*PartitionLogRequest)(nil),          // 39: cellar.tablet.PartitionLogRequest
-	(*PartitionLogResponse)(nil),         // 40: cellar.tablet.PartitionLogResponse
-	(*MergeTabletsRequest)(nil),          // 41: cellar.tablet.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),         // 42: cellar.tablet.MergeTabletsResponse
-	(*DropTableRequest)(nil),             // 43: cellar.tablet.DropTableRequest
-	(*DropTableResponse)(nil),            // 44: cellar.tablet.DropTableResponse
-	(*UpdateSchemaRequest)(nil),          // 45: cellar.tablet.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 46: cellar.tablet.UpdateSchemaResponse
-	(*ListFilesRequest)(nil),             // 47: cellar.tablet.ListFilesRequest
-	(*ListFilesResponse)(nil),            // 48: cellar.tablet.ListFilesResponse
-	(*AggregateRequest)(nil),             // 49: cellar.tablet.AggregateRequest
-	(*GroupKey)(nil),                     // 50: cellar.tablet.GroupKey
-	(*ColumnRef)(nil),                    // 51: cellar.tablet.ColumnRef
-	(*AggSpec)(nil),                      // 52: cellar.tablet.AggSpec
-	(*AggregateResponse)(nil),            // 53: cellar.tablet.AggregateResponse
-	(*SplitTabletRequest)(nil),           // 54: cellar.tablet.SplitTabletRequest
-	(*SplitTabletResponse)(nil),          // 55: cellar.tablet.SplitTabletResponse
-	(*CompactTabletRequest)(nil),         // 56: cellar.tablet.CompactTabletRequest
-	(*CompactTabletResponse)(nil),        // 57: cellar.tablet.CompactTabletResponse
-	(*Mutation_SetCell)(nil),             // 58: cellar.tablet.Mutation.SetCell
-	(*Mutation_DeleteColumn)(nil),        // 59: cellar.tablet.Mutation.DeleteColumn
-	(*Mutation_DeleteFamily)(nil),        // 60: cellar.tablet.Mutation.DeleteFamily
-	(*Mutation_DeleteRow)(nil),           // 61: cellar.tablet.Mutation.DeleteRow
-	(*MutateRowsRequest_Entry)(nil),      // 62: cellar.tablet.MutateRowsRequest.Entry
-	(*ReadModifyWriteRequest_Rule)(nil),  // 63: cellar.tablet.ReadModifyWriteRequest.Rule
-	(*SampleRowKeysResponse_Sample)(nil), // 64: cellar.tablet.SampleRowKeysResponse.Sample
-	nil,                                  // 65: cellar.tablet.PartitionLogRequest.RedoEntry
-	(*AggregateResponse_Group)(nil),      // 66: cellar.tablet.AggregateResponse.Group
-	(*AggregateResponse_AggValue)(nil),   // 67: cellar.tablet.AggregateResponse.AggValue
+	(*RecoveringTablet)(nil),             // 33: cellar.tablet.RecoveringTablet
+	(*CreateTableRequest)(nil),           // 34: cellar.tablet.CreateTableRequest
+	(*CreateTableResponse)(nil),          // 35: cellar.tablet.CreateTableResponse
+	(*LoadTabletRequest)(nil),            // 36: cellar.tablet.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 37: cellar.tablet.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 38: cellar.tablet.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 39: cellar.tablet.UnloadTabletResponse
+	(*PartitionLogRequest)(nil),          // 40: cellar.tablet.PartitionLogRequest
+	(*PartitionLogResponse)(nil),         // 41: cellar.tablet.PartitionLogResponse
+	(*MergeTabletsRequest)(nil),          // 42: cellar.tablet.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 43: cellar.tablet.MergeTabletsResponse
+	(*DropTableRequest)(nil),             // 44: cellar.tablet.DropTableRequest
+	(*DropTableResponse)(nil),            // 45: cellar.tablet.DropTableResponse
+	(*UpdateSchemaRequest)(nil),          // 46: cellar.tablet.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 47: cellar.tablet.UpdateSchemaResponse
+	(*ListFilesRequest)(nil),             // 48: cellar.tablet.ListFilesRequest
+	(*ListFilesResponse)(nil),            // 49: cellar.tablet.ListFilesResponse
+	(*AggregateRequest)(nil),             // 50: cellar.tablet.AggregateRequest
+	(*GroupKey)(nil),                     // 51: cellar.tablet.GroupKey
+	(*ColumnRef)(nil),                    // 52: cellar.tablet.ColumnRef
+	(*AggSpec)(nil),                      // 53: cellar.tablet.AggSpec
+	(*AggregateResponse)(nil),            // 54: cellar.tablet.AggregateResponse
+	(*SplitTabletRequest)(nil),           // 55: cellar.tablet.SplitTabletRequest
+	(*SplitTabletResponse)(nil),          // 56: cellar.tablet.SplitTabletResponse
+	(*CompactTabletRequest)(nil),         // 57: cellar.tablet.CompactTabletRequest
+	(*CompactTabletResponse)(nil),        // 58: cellar.tablet.CompactTabletResponse
+	(*Mutation_SetCell)(nil),             // 59: cellar.tablet.Mutation.SetCell
+	(*Mutation_DeleteColumn)(nil),        // 60: cellar.tablet.Mutation.DeleteColumn
+	(*Mutation_DeleteFamily)(nil),        // 61: cellar.tablet.Mutation.DeleteFamily
+	(*Mutation_DeleteRow)(nil),           // 62: cellar.tablet.Mutation.DeleteRow
+	(*MutateRowsRequest_Entry)(nil),      // 63: cellar.tablet.MutateRowsRequest.Entry
+	(*ReadModifyWriteRequest_Rule)(nil),  // 64: cellar.tablet.ReadModifyWriteRequest.Rule
+	(*SampleRowKeysResponse_Sample)(nil), // 65: cellar.tablet.SampleRowKeysResponse.Sample
+	nil,                                  // 66: cellar.tablet.PartitionLogRequest.RedoEntry
+	(*AggregateResponse_Group)(nil),      // 67: cellar.tablet.AggregateResponse.Group
+	(*AggregateResponse_AggValue)(nil),   // 68: cellar.tablet.AggregateResponse.AggValue
 }
 var file_tablet_proto_depIdxs = []int32{
 	4,  // 0: cellar.tablet.Row.cells:type_name -> cellar.tablet.Cell
@@ -4625,10 +4723,10 @@ var file_tablet_proto_depIdxs = []int32{
 	7,  // 11: cellar.tablet.RowFilter.time:type_name -> cellar.tablet.TimeRange
 	1,  // 12: cellar.tablet.Bound.kind:type_name -> cellar.tablet.Bound.Kind
 	2,  // 13: cellar.tablet.Condition.op:type_name -> cellar.tablet.Condition.Op
-	58, // 14: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
-	59, // 15: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
-	60, // 16: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
-	61, // 17: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
+	59, // 14: cellar.tablet.Mutation.set_cell:type_name -> cellar.tablet.Mutation.SetCell
+	60, // 15: cellar.tablet.Mutation.delete_column:type_name -> cellar.tablet.Mutation.DeleteColumn
+	61, // 16: cellar.tablet.Mutation.delete_family:type_name -> cellar.tablet.Mutation.DeleteFamily
+	62, // 17: cellar.tablet.Mutation.delete_row:type_name -> cellar.tablet.Mutation.DeleteRow
 	8,  // 18: cellar.tablet.ReadRowRequest.filter:type_name -> cellar.tablet.Filter
 	5,  // 19: cellar.tablet.ReadRowResponse.row:type_name -> cellar.tablet.Row
 	11, // 20: cellar.tablet.ReadRowResponse.stats:type_name -> cellar.tablet.ReadStats
@@ -4637,78 +4735,80 @@ var file_tablet_proto_depIdxs = []int32{
 	5,  // 23: cellar.tablet.ScanResponse.rows:type_name -> cellar.tablet.Row
 	11, // 24: cellar.tablet.ScanResponse.stats:type_name -> cellar.tablet.ReadStats
 	13, // 25: cellar.tablet.MutateRowRequest.mutations:type_name -> cellar.tablet.Mutation
-	62, // 26: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
+	63, // 26: cellar.tablet.MutateRowsRequest.entries:type_name -> cellar.tablet.MutateRowsRequest.Entry
 	21, // 27: cellar.tablet.MutateRowsResponse.statuses:type_name -> cellar.tablet.Status
-	63, // 28: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
+	64, // 28: cellar.tablet.ReadModifyWriteRequest.rules:type_name -> cellar.tablet.ReadModifyWriteRequest.Rule
 	4,  // 29: cellar.tablet.ReadModifyWriteResponse.cells:type_name -> cellar.tablet.Cell
 	8,  // 30: cellar.tablet.CheckAndMutateRequest.predicate:type_name -> cellar.tablet.Filter
 	13, // 31: cellar.tablet.CheckAndMutateRequest.true_mutations:type_name -> cellar.tablet.Mutation
 	13, // 32: cellar.tablet.CheckAndMutateRequest.false_mutations:type_name -> cellar.tablet.Mutation
 	26, // 33: cellar.tablet.CheckAndMutateRequest.expects:type_name -> cellar.tablet.Expect
-	64, // 34: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
+	65, // 34: cellar.tablet.SampleRowKeysResponse.samples:type_name -> cellar.tablet.SampleRowKeysResponse.Sample
 	6,  // 35: cellar.tablet.TabletInfo.range:type_name -> cellar.tablet.RowRange
 	31, // 36: cellar.tablet.ListTabletsResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	31, // 37: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	31, // 38: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	65, // 39: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
-	31, // 40: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	6,  // 41: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
-	8,  // 42: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
-	50, // 43: cellar.tablet.AggregateRequest.group_by:type_name -> cellar.tablet.GroupKey
-	52, // 44: cellar.tablet.AggregateRequest.aggs:type_name -> cellar.tablet.AggSpec
-	51, // 45: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
-	3,  // 46: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
-	51, // 47: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
-	66, // 48: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
-	11, // 49: cellar.tablet.AggregateResponse.stats:type_name -> cellar.tablet.ReadStats
-	31, // 50: cellar.tablet.SplitTabletResponse.tablets:type_name -> cellar.tablet.TabletInfo
-	31, // 51: cellar.tablet.CompactTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
-	7,  // 52: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
-	13, // 53: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
-	67, // 54: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
-	14, // 55: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
-	16, // 56: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
-	18, // 57: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
-	20, // 58: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
-	23, // 59: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
-	25, // 60: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
-	28, // 61: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
-	30, // 62: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
-	33, // 63: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
-	35, // 64: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
-	37, // 65: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
-	39, // 66: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
-	41, // 67: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
-	43, // 68: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
-	45, // 69: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
-	47, // 70: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
-	49, // 71: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
-	54, // 72: cellar.tablet.TabletServer.SplitTablet:input_type -> cellar.tablet.SplitTabletRequest
-	56, // 73: cellar.tablet.TabletServer.CompactTablet:input_type -> cellar.tablet.CompactTabletRequest
-	15, // 74: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
-	17, // 75: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
-	19, // 76: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
-	22, // 77: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
-	24, // 78: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
-	27, // 79: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
-	29, // 80: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
-	32, // 81: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
-	34, // 82: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
-	36, // 83: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
-	38, // 84: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
-	40, // 85: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
-	42, // 86: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
-	44, // 87: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
-	46, // 88: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
-	48, // 89: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
-	53, // 90: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
-	55, // 91: cellar.tablet.TabletServer.SplitTablet:output_type -> cellar.tablet.SplitTabletResponse
-	57, // 92: cellar.tablet.TabletServer.CompactTablet:output_type -> cellar.tablet.CompactTabletResponse
-	74, // [74:93] is the sub-list for method output_type
-	55, // [55:74] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	33, // 37: cellar.tablet.ListTabletsResponse.recovering:type_name -> cellar.tablet.RecoveringTablet
+	6,  // 38: cellar.tablet.RecoveringTablet.range:type_name -> cellar.tablet.RowRange
+	31, // 39: cellar.tablet.CreateTableResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	31, // 40: cellar.tablet.LoadTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	66, // 41: cellar.tablet.PartitionLogRequest.redo:type_name -> cellar.tablet.PartitionLogRequest.RedoEntry
+	31, // 42: cellar.tablet.MergeTabletsResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	6,  // 43: cellar.tablet.AggregateRequest.ranges:type_name -> cellar.tablet.RowRange
+	8,  // 44: cellar.tablet.AggregateRequest.filter:type_name -> cellar.tablet.Filter
+	51, // 45: cellar.tablet.AggregateRequest.group_by:type_name -> cellar.tablet.GroupKey
+	53, // 46: cellar.tablet.AggregateRequest.aggs:type_name -> cellar.tablet.AggSpec
+	52, // 47: cellar.tablet.GroupKey.column:type_name -> cellar.tablet.ColumnRef
+	3,  // 48: cellar.tablet.AggSpec.func:type_name -> cellar.tablet.AggSpec.Func
+	52, // 49: cellar.tablet.AggSpec.column:type_name -> cellar.tablet.ColumnRef
+	67, // 50: cellar.tablet.AggregateResponse.groups:type_name -> cellar.tablet.AggregateResponse.Group
+	11, // 51: cellar.tablet.AggregateResponse.stats:type_name -> cellar.tablet.ReadStats
+	31, // 52: cellar.tablet.SplitTabletResponse.tablets:type_name -> cellar.tablet.TabletInfo
+	31, // 53: cellar.tablet.CompactTabletResponse.tablet:type_name -> cellar.tablet.TabletInfo
+	7,  // 54: cellar.tablet.Mutation.DeleteColumn.time_range:type_name -> cellar.tablet.TimeRange
+	13, // 55: cellar.tablet.MutateRowsRequest.Entry.mutations:type_name -> cellar.tablet.Mutation
+	68, // 56: cellar.tablet.AggregateResponse.Group.values:type_name -> cellar.tablet.AggregateResponse.AggValue
+	14, // 57: cellar.tablet.TabletServer.ReadRow:input_type -> cellar.tablet.ReadRowRequest
+	16, // 58: cellar.tablet.TabletServer.Scan:input_type -> cellar.tablet.ScanRequest
+	18, // 59: cellar.tablet.TabletServer.MutateRow:input_type -> cellar.tablet.MutateRowRequest
+	20, // 60: cellar.tablet.TabletServer.MutateRows:input_type -> cellar.tablet.MutateRowsRequest
+	23, // 61: cellar.tablet.TabletServer.ReadModifyWrite:input_type -> cellar.tablet.ReadModifyWriteRequest
+	25, // 62: cellar.tablet.TabletServer.CheckAndMutate:input_type -> cellar.tablet.CheckAndMutateRequest
+	28, // 63: cellar.tablet.TabletServer.SampleRowKeys:input_type -> cellar.tablet.SampleRowKeysRequest
+	30, // 64: cellar.tablet.TabletServer.ListTablets:input_type -> cellar.tablet.ListTabletsRequest
+	34, // 65: cellar.tablet.TabletServer.CreateTable:input_type -> cellar.tablet.CreateTableRequest
+	36, // 66: cellar.tablet.TabletServer.LoadTablet:input_type -> cellar.tablet.LoadTabletRequest
+	38, // 67: cellar.tablet.TabletServer.UnloadTablet:input_type -> cellar.tablet.UnloadTabletRequest
+	40, // 68: cellar.tablet.TabletServer.PartitionLog:input_type -> cellar.tablet.PartitionLogRequest
+	42, // 69: cellar.tablet.TabletServer.MergeTablets:input_type -> cellar.tablet.MergeTabletsRequest
+	44, // 70: cellar.tablet.TabletServer.DropTable:input_type -> cellar.tablet.DropTableRequest
+	46, // 71: cellar.tablet.TabletServer.UpdateSchema:input_type -> cellar.tablet.UpdateSchemaRequest
+	48, // 72: cellar.tablet.TabletServer.ListFiles:input_type -> cellar.tablet.ListFilesRequest
+	50, // 73: cellar.tablet.TabletServer.Aggregate:input_type -> cellar.tablet.AggregateRequest
+	55, // 74: cellar.tablet.TabletServer.SplitTablet:input_type -> cellar.tablet.SplitTabletRequest
+	57, // 75: cellar.tablet.TabletServer.CompactTablet:input_type -> cellar.tablet.CompactTabletRequest
+	15, // 76: cellar.tablet.TabletServer.ReadRow:output_type -> cellar.tablet.ReadRowResponse
+	17, // 77: cellar.tablet.TabletServer.Scan:output_type -> cellar.tablet.ScanResponse
+	19, // 78: cellar.tablet.TabletServer.MutateRow:output_type -> cellar.tablet.MutateRowResponse
+	22, // 79: cellar.tablet.TabletServer.MutateRows:output_type -> cellar.tablet.MutateRowsResponse
+	24, // 80: cellar.tablet.TabletServer.ReadModifyWrite:output_type -> cellar.tablet.ReadModifyWriteResponse
+	27, // 81: cellar.tablet.TabletServer.CheckAndMutate:output_type -> cellar.tablet.CheckAndMutateResponse
+	29, // 82: cellar.tablet.TabletServer.SampleRowKeys:output_type -> cellar.tablet.SampleRowKeysResponse
+	32, // 83: cellar.tablet.TabletServer.ListTablets:output_type -> cellar.tablet.ListTabletsResponse
+	35, // 84: cellar.tablet.TabletServer.CreateTable:output_type -> cellar.tablet.CreateTableResponse
+	37, // 85: cellar.tablet.TabletServer.LoadTablet:output_type -> cellar.tablet.LoadTabletResponse
+	39, // 86: cellar.tablet.TabletServer.UnloadTablet:output_type -> cellar.tablet.UnloadTabletResponse
+	41, // 87: cellar.tablet.TabletServer.PartitionLog:output_type -> cellar.tablet.PartitionLogResponse
+	43, // 88: cellar.tablet.TabletServer.MergeTablets:output_type -> cellar.tablet.MergeTabletsResponse
+	45, // 89: cellar.tablet.TabletServer.DropTable:output_type -> cellar.tablet.DropTableResponse
+	47, // 90: cellar.tablet.TabletServer.UpdateSchema:output_type -> cellar.tablet.UpdateSchemaResponse
+	49, // 91: cellar.tablet.TabletServer.ListFiles:output_type -> cellar.tablet.ListFilesResponse
+	54, // 92: cellar.tablet.TabletServer.Aggregate:output_type -> cellar.tablet.AggregateResponse
+	56, // 93: cellar.tablet.TabletServer.SplitTablet:output_type -> cellar.tablet.SplitTabletResponse
+	58, // 94: cellar.tablet.TabletServer.CompactTablet:output_type -> cellar.tablet.CompactTabletResponse
+	76, // [76:95] is the sub-list for method output_type
+	57, // [57:76] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_tablet_proto_init() }
@@ -4722,11 +4822,11 @@ func file_tablet_proto_init() {
 		(*Mutation_DeleteFamily_)(nil),
 		(*Mutation_DeleteRow_)(nil),
 	}
-	file_tablet_proto_msgTypes[46].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[47].OneofWrappers = []any{
 		(*GroupKey_RowKey)(nil),
 		(*GroupKey_Column)(nil),
 	}
-	file_tablet_proto_msgTypes[59].OneofWrappers = []any{
+	file_tablet_proto_msgTypes[60].OneofWrappers = []any{
 		(*ReadModifyWriteRequest_Rule_Append)(nil),
 		(*ReadModifyWriteRequest_Rule_Increment)(nil),
 	}
@@ -4736,7 +4836,7 @@ func file_tablet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tablet_proto_rawDesc), len(file_tablet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   64,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

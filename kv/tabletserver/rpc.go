@@ -727,6 +727,10 @@ func (s *Server) ListTablets(ctx context.Context, _ *pb.ListTabletsRequest) (*pb
 	for _, t := range s.opts.Store.Tablets() {
 		out.Tablets = append(out.Tablets, tabletInfo(t))
 	}
+	for _, r := range s.opts.Store.Recoveries() {
+		out.Recovering = append(out.Recovering, &pb.RecoveringTablet{Table: r.Table, Range: &pb.RowRange{Start: r.Range.Start, End: r.Range.End},
+			Log: r.Log, Records: r.Records, StartedMicros: r.Started.UnixMicro()})
+	}
 	return out, nil
 }
 

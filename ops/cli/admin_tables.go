@@ -500,7 +500,7 @@ func tabletsList(ctx context.Context, d *adminDialer, pos []string, env Env) err
 	if err != nil {
 		return err
 	}
-	printTablets(env.Stdout, resp.Tablets)
+	printTablets(env.Stdout, append(resp.Tablets, resp.Recovering...))
 	return nil
 }
 
@@ -509,10 +509,17 @@ func printTablets(w io.Writer, ts []*masterpb.Tablet) {
 	fmt.Fprintln(tw, "TABLET\tTABLE\tSTART\tEND\tSERVER\tSIZE\tMEMTABLE\tCOMPACTION")
 	for _, t := range ts {
 		comp := "-"
-		if t.CompactionTotalBytes > 0 {
+		switch {
+		case t.Recovering:
+			comp = fmt.Sprintf("recovering: %d log records replayed", t.RecoveredRecords)
+		case t.CompactionTotalBytes > 0:
 			comp = fmt.Sprintf("%d%%", 100*t.CompactionDoneBytes/t.CompactionTotalBytes)
 		}
-		fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Server, t.Id, t.Table, showKey(t.Start, "<start>"), showKey(t.End, "<end>"),
+		name := fmt.Sprintf("%s/%d", t.Server, t.Id)
+		if t.Recovering {
+			name = t.Server + "/-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, t.Table, showKey(t.Start, "<start>"), showKey(t.End, "<end>"),
 			t.ServerAddr, humanBytes(t.SizeBytes), humanBytes(t.MemtableBytes), comp)
 	}
 	tw.Flush()

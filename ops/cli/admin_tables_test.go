@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellardb/cellar/kv/masterpb"
 	"github.com/cellardb/cellar/kv/model"
 )
 
@@ -81,5 +82,21 @@ func TestProgressLineOnAPipe(t *testing.T) {
 	}
 	if got := humanBytes(1536); got != "1.5 KiB" {
 		t.Fatalf("humanBytes: %q", got)
+	}
+}
+
+// TestPrintTablets: a running compaction shows its percentage, and a
+// tablet being recovered from a dead server's log its replayed records.
+func TestPrintTablets(t *testing.T) {
+	var b bytes.Buffer
+	printTablets(&b, []*masterpb.Tablet{
+		{Table: "web", End: []byte("g"), Server: "ts1-a", ServerAddr: "127.0.0.1:1", Id: 3, SizeBytes: 2048, CompactionDoneBytes: 25, CompactionTotalBytes: 100},
+		{Table: "web", Start: []byte("g"), Server: "ts2-b", ServerAddr: "127.0.0.1:2", Recovering: true, RecoveredRecords: 1200},
+	})
+	out := b.String()
+	for _, want := range []string{"ts1-a/3", "25%", "2.0 KiB", "ts2-b/-", "recovering: 1200 log records replayed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
 	}
 }
