@@ -76,9 +76,28 @@ type Caller struct {
 	Member    bool
 }
 
+// localCall marks a direct in-process call (local.go): it carries the
+// stub's secret and the context's principal as Go values, which no remote
+// caller can set, instead of metadata that would cost a map per call to
+// build and read.
+type localCall struct{ secret string }
+
+func withLocalCall(ctx context.Context, secret string) context.Context {
+	return context.WithValue(ctx, localCall{}, localCall{secret: secret})
+}
+
 // Authenticate checks a call's secret (if the server has one) and returns
 // its caller; a call without the right secret is Unauthenticated.
 func Authenticate(ctx context.Context, secret string) (Caller, error) {
+	if l, ok := ctx.Value(localCall{}).(localCall); ok {
+		if secret != "" && subtle.ConstantTimeCompare([]byte(l.secret), []byte(secret)) != 1 {
+			return Caller{}, status.Error(codes.Unauthenticated, "this cluster requires its secret on internal calls")
+		}
+		if p, ok := model.PrincipalFrom(ctx); ok {
+			return Caller{Principal: p}, nil
+		}
+		return Caller{Member: true}, nil
+	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	if secret != "" {
 		got := md.Get(SecretKey)

@@ -26,10 +26,11 @@ type localStub struct {
 	secret                string
 }
 
-// in gives a direct call the metadata a gRPC call would carry, so that
-// the server authenticates it and sees its principal the same way.
+// in marks a direct call with the stub's secret (auth.go's localCall), so
+// that the server authenticates it and sees its principal (the context's)
+// as it would a gRPC call's.
 func (l localStub) in(ctx context.Context) context.Context {
-	return metadata.NewIncomingContext(ctx, authMD(ctx, l.secret))
+	return withLocalCall(ctx, l.secret)
 }
 
 func (l localStub) ReadRow(ctx context.Context, in *pb.ReadRowRequest, _ ...grpc.CallOption) (*pb.ReadRowResponse, error) {
