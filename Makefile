@@ -54,6 +54,7 @@ soak:
 	$(GO) test -count=5 -timeout 60m -run 'TestChubbyProcessesSurviveKill9' ./tests/
 	$(GO) test -count=10 -timeout 60m -run 'TestKVClusterProcesses|TestFencingAfterSIGSTOP|TestTabletServerCrashRecovery|TestSplitsUnderLoad|TestFileGC' ./tests/
 	CELLAR_BT_DIFF_OPS=20000 $(GO) test -count=3 -timeout 60m -run 'TestBigtableAgainstBttest' ./tests/
+	$(GO) test -count=10 -timeout 60m -run 'TestRowRegisterLinearizableUnderTabletServerKill' ./tests/
 	$(MAKE) fuzz
 
 fuzz:

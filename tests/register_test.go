@@ -1,0 +1,282 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"github.com/anishathalye/porcupine"
+)
+
+// A register per row: reads, blind writes and compare-and-swaps of one
+// cell, through the Bigtable API. An operation whose outcome is unknown
+// (an error other than a refused CAS) may take effect at any time after
+// its call.
+type rowInput struct {
+	op       string // read, write, cas
+	value    string // written (write, cas)
+	expected string // cas
+}
+
+type rowOutput struct {
+	value   string // read
+	ok      bool   // cas: swapped
+	unknown bool
+}
+
+var rowRegister = porcupine.NondeterministicModel{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		byRow := map[string][]porcupine.Operation{}
+		for _, op := range h {
+			byRow[op.Metadata.(string)] = append(byRow[op.Metadata.(string)], op)
+		}
+		var out [][]porcupine.Operation
+		for _, ops := range byRow {
+			out = append(out, ops)
+		}
+		return out
+	},
+	Init: func() []any { return []any{""} },
+	Step: func(state, input, output any) []any {
+		s, in, out := state.(string), input.(rowInput), output.(rowOutput)
+		switch {
+		case out.unknown && in.op == "read":
+			return []any{s}
+		case out.unknown && in.op == "cas" && in.expected != s:
+			return []any{s}
+		case out.unknown:
+			return []any{s, in.value}
+		case in.op == "read" && out.value == s:
+			return []any{s}
+		case in.op == "write":
+			return []any{in.value}
+		case in.op == "cas" && out.ok && in.expected == s:
+			return []any{in.value}
+		case in.op == "cas" && !out.ok && in.expected != s:
+			return []any{s}
+		}
+		return nil
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(rowInput), output.(rowOutput)
+		if out.unknown {
+			return fmt.Sprintf("%s(%q, %q) -> unknown", in.op, in.expected, in.value)
+		}
+		return fmt.Sprintf("%s(%q, %q) -> %q ok=%v", in.op, in.expected, in.value, out.value, out.ok)
+	},
+}
+
+// TestRowRegisterLinearizableUnderTabletServerKill runs a multi-process
+// cluster (cellar cluster up), has 8 clients read, write and
+// compare-and-swap 6 rows through the Bigtable API, one request in flight
+// each, kills -9 the tablet server that serves them halfway, and checks
+// the history of every row with porcupine: each row stays linearizable
+// across the server's death and the recovery of its tablets from the log,
+// so no acknowledged write is lost. It is the first workload of issue 9's
+// fault suite, with one nemesis.
+func TestRowRegisterLinearizableUnderTabletServerKill(t *testing.T) {
+	bin := buildCellar(t)
+	dir := filepath.Join(t.TempDir(), "cluster")
+	t.Cleanup(func() {
+		exec.Command(bin, "cluster", "down", "-dir", dir, "-timeout", "5s").Run()
+	})
+	if out, err := exec.Command(bin, "cluster", "up", "-dir", dir, "-base-port", "0").CombinedOutput(); err != nil {
+		t.Fatalf("cluster up: %v\n%s", err, out)
+	}
+	var st struct {
+		Bigtable string `json:"bigtable"`
+		Chubby   string `json:"chubby"`
+		Procs    []struct {
+			Name, Role, Addr string
+			Pid              int
+		} `json:"processes"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BIGTABLE_EMULATOR_HOST", st.Bigtable)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin, err := bigtable.NewAdminClient(ctx, "p", "i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTable(ctx, "reg"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateColumnFamily(ctx, "reg", "f"); err != nil {
+		t.Fatal(err)
+	}
+
+	rows := []string{"r0", "r1", "r2", "r3", "r4", "r5"}
+	start := time.Now()
+	var mu sync.Mutex
+	var history []porcupine.Operation
+	var acked, unknown, attempted int
+	record := func(client int, row string, in rowInput, out rowOutput, call time.Time) {
+		ret := time.Since(start).Nanoseconds()
+		if out.unknown {
+			ret = 1 << 62
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempted++
+		if out.unknown {
+			unknown++
+		} else {
+			acked++
+		}
+		history = append(history, porcupine.Operation{ClientId: client, Input: in, Output: out,
+			Call: call.Sub(start).Nanoseconds(), Return: ret, Metadata: row})
+	}
+	load, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client, err := bigtable.NewClient(ctx, "p", "i")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer client.Close()
+			tbl := client.Open("reg")
+			r := rand.New(rand.NewPCG(uint64(c), 1))
+			for n := 0; load.Err() == nil; n++ {
+				row := rows[r.IntN(len(rows))]
+				value := fmt.Sprintf("c%d-%d", c, n)
+				opCtx, opCancel := context.WithTimeout(ctx, 2*time.Second)
+				call := time.Now()
+				switch r.IntN(3) {
+				case 0:
+					got, err := tbl.ReadRow(opCtx, row, bigtable.RowFilter(bigtable.LatestNFilter(1)))
+					out := rowOutput{unknown: err != nil}
+					if err == nil {
+						for _, it := range got["f"] {
+							out.value = string(it.Value)
+						}
+					}
+					record(c, row, rowInput{op: "read"}, out, call)
+				case 1:
+					m := bigtable.NewMutation()
+					m.Set("f", "v", bigtable.ServerTime, []byte(value))
+					err := tbl.Apply(opCtx, row, m)
+					record(c, row, rowInput{op: "write", value: value}, rowOutput{unknown: err != nil}, call)
+				default:
+					// Swap from what this client last read of the row, or
+					// from the empty register.
+					expected := ""
+					mu.Lock()
+					for i := len(history) - 1; i >= 0; i-- {
+						h := history[i]
+						if in := h.Input.(rowInput); h.Metadata == row && h.ClientId == c && in.op == "read" && !h.Output.(rowOutput).unknown {
+							expected = h.Output.(rowOutput).value
+							break
+						}
+					}
+					mu.Unlock()
+					var pred bigtable.Filter = bigtable.ChainFilters(bigtable.ColumnFilter("v"), bigtable.LatestNFilter(1),
+						bigtable.ValueFilter("^"+regexp.QuoteMeta(expected)+"$"))
+					set := bigtable.NewMutation()
+					set.Set("f", "v", bigtable.ServerTime, []byte(value))
+					var cond *bigtable.Mutation
+					if expected == "" {
+						// The empty register: the row has no cell yet.
+						cond = bigtable.NewCondMutation(bigtable.ColumnFilter("v"), nil, set)
+					} else {
+						cond = bigtable.NewCondMutation(pred, set, nil)
+					}
+					var matched bool
+					err := tbl.Apply(opCtx, row, cond, bigtable.GetCondMutationResult(&matched))
+					swapped := matched == (expected != "")
+					record(c, row, rowInput{op: "cas", value: value, expected: expected}, rowOutput{ok: swapped, unknown: err != nil}, call)
+				}
+				opCancel()
+				time.Sleep(time.Duration(r.IntN(20)) * time.Millisecond)
+			}
+		}()
+	}
+
+	time.Sleep(5 * time.Second)
+	// The nemesis: kill -9 the tablet server that serves the rows' tablet,
+	// found with cellar admin tablets, so that the tablet is recovered from
+	// the dead server's log while the clients keep at it.
+	out, err := exec.Command(bin, "admin", "tablets", "-chubby", st.Chubby, "-secret-file", filepath.Join(dir, "secret"), "reg").CombinedOutput()
+	if err != nil {
+		t.Fatalf("admin tablets: %v\n%s", err, out)
+	}
+	victim := -1
+	for _, p := range st.Procs {
+		if p.Role == "tabletserver" && regexp.MustCompile(`\sreg\s.*\s`+regexp.QuoteMeta(p.Addr)+`\s`).Match(out) {
+			victim = p.Pid
+		}
+	}
+	if victim < 0 || !running(victim) {
+		t.Fatalf("no running tablet server serves table reg:\n%s", out)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Run on until the rows have been served again for a while.
+	time.Sleep(25 * time.Second)
+	stopLoad()
+	wg.Wait()
+
+	// Every row answers again after the recovery.
+	client, err := bigtable.NewClient(ctx, "p", "i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, row := range rows {
+		if _, err := client.Open("reg").ReadRow(ctx, row); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("row %s after the recovery: %v", row, err)
+		}
+	}
+	// The longest stretch without an acknowledged operation: the
+	// unavailability the kill caused.
+	var acks []int64
+	for _, op := range history {
+		if !op.Output.(rowOutput).unknown {
+			acks = append(acks, op.Return)
+		}
+	}
+	slices.Sort(acks)
+	var window time.Duration
+	for i := 1; i < len(acks); i++ {
+		window = max(window, time.Duration(acks[i]-acks[i-1]))
+	}
+	res, info := porcupine.CheckOperationsVerbose(rowRegister.ToModel(), history, time.Minute)
+	t.Logf("%d operations attempted, %d acknowledged, %d unknown; one tablet server killed %v after the start; longest unavailability %v; linearizable: %v",
+		attempted, acked, unknown, killed.Sub(start).Round(time.Second), window.Round(time.Millisecond), res)
+	if res != porcupine.Ok {
+		path := filepath.Join(os.TempDir(), "cellar-register-history.html")
+		if f, err := os.Create(path); err == nil {
+			porcupine.Visualize(rowRegister.ToModel(), info, f)
+			f.Close()
+		}
+		t.Fatalf("the rows' history is not linearizable (%v); the failing path is drawn in %s", res, path)
+	}
+	if acked < 100 {
+		t.Fatalf("only %d operations were acknowledged", acked)
+	}
+}
