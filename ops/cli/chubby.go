@@ -64,7 +64,7 @@ func runChubby(args []string, env Env) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	pm, err := newProcessMetrics()
+	pm, err := newRoleMetrics(chubbyServer(*id))
 	if err != nil {
 		return fail(env, "chubby", err)
 	}
@@ -77,8 +77,8 @@ func runChubby(args []string, env Env) int {
 		return fail(env, "chubby", err)
 	}
 	web, err := listenHTTP(*httpAddr, chubbyStatus(env, pm.reg, r))
-	if err == nil {
-		err = pm.attach(web, chubbyServer(*id))
+	if err == nil && web != nil {
+		pm.mount(web.Mux)
 	}
 	if err == nil {
 		err = addReplicaMetrics(pm, r)

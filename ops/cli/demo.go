@@ -85,7 +85,7 @@ func runDemo(args []string, env Env) int {
 		return fail(env, "demo", err)
 	}
 	defer lock.Close()
-	pm, err := newDemoMetrics() // one registry for every role
+	pm, err := newRoleMetrics("demo") // one registry for every role
 	if err != nil {
 		return fail(env, "demo", err)
 	}

@@ -76,7 +76,7 @@ func runGateway(args []string, env Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	pm, err := newGatewayMetrics()
+	pm, err := newRoleMetrics(gatewayServer)
 	if err != nil {
 		return fail(env, "gateway", err)
 	}

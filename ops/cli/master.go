@@ -85,7 +85,7 @@ func runMaster(args []string, env Env) int {
 		opts.FS = dfs.NewLocal(*dfsRoot)
 	}
 	m := master.New(opts)
-	pm, err := newMasterMetrics()
+	pm, err := newRoleMetrics("master")
 	if err != nil {
 		ln.Close()
 		return fail(env, "master", err)

@@ -45,8 +45,9 @@ func (p *processMetrics) mount(mux *http.ServeMux) {
 }
 
 // attach adds the Go runtime's and the process's metrics under server,
-// the process's name, and serves /metrics beside the status pages of web
-// (nil: the process serves no HTTP).
+// for a process that learns its name only once it runs (a tablet server's
+// incarnation), and serves /metrics beside the status pages of web (nil:
+// the process serves no HTTP).
 func (p *processMetrics) attach(web *processHTTP, server string) error {
 	if err := p.runtime(server); err != nil {
 		return err
@@ -57,12 +58,13 @@ func (p *processMetrics) attach(web *processHTTP, server string) error {
 	return nil
 }
 
-// newMasterMetrics is the registry of cellar master, whose server label
-// is "master".
-func newMasterMetrics() (*processMetrics, error) {
+// newRoleMetrics is the registry of a process whose server label is
+// known at start: "master", gatewayServer, "demo" (whose registry every
+// role shares).
+func newRoleMetrics(server string) (*processMetrics, error) {
 	p, err := newProcessMetrics()
 	if err == nil {
-		err = p.runtime("master")
+		err = p.runtime(server)
 	}
 	return p, err
 }
@@ -70,24 +72,6 @@ func newMasterMetrics() (*processMetrics, error) {
 // gatewayServer is the server label of the front doors, the PostgreSQL
 // gateway and the Bigtable API.
 const gatewayServer = "gateway"
-
-// newGatewayMetrics is the registry of cellar gateway.
-func newGatewayMetrics() (*processMetrics, error) {
-	p, err := newProcessMetrics()
-	if err == nil {
-		err = p.runtime(gatewayServer)
-	}
-	return p, err
-}
-
-// newDemoMetrics is the registry every role of cellar demo shares.
-func newDemoMetrics() (*processMetrics, error) {
-	p, err := newProcessMetrics()
-	if err == nil {
-		err = p.runtime("demo")
-	}
-	return p, err
-}
 
 // chubbyServer is a Chubby replica's server label.
 func chubbyServer(id uint64) string { return fmt.Sprintf("chubby-%d", id) }

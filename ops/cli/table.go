@@ -11,9 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/cellardb/cellar/coord/client"
 	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/masterpb"
@@ -80,21 +77,12 @@ func runTable(args []string, env Env) int {
 	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
 	defer cancel()
 	name := "table " + args[0]
-	sess, err := cf.session(ctx)
+	conn, err := dialMaster(ctx, &cf)
 	if err != nil {
 		return fail(env, name, err)
 	}
-	defer sess.Close(context.Background())
-	addr, err := sess.MasterAddr("")(ctx)
-	if err != nil {
-		return fail(env, name, fmt.Errorf("find the master: %w", err))
-	}
-	cc, err := grpc.NewClient("passthrough:///"+addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, kvclient.AuthDialOptions(cf.secret)...)...)
-	if err != nil {
-		return fail(env, name, err)
-	}
-	defer cc.Close()
-	m := masterpb.NewMasterClient(cc)
+	defer conn.close()
+	m := conn.m
 	switch args[0] {
 	case "create":
 		var schema model.Schema
