@@ -67,6 +67,13 @@ type conn struct {
 	// memory is free again when Send returns.
 	dataRow pgproto3.DataRow
 	rowBuf  []byte
+	// unnamed is the unnamed portal's memory, reused by every Bind to
+	// it (the extended protocol's common case): a Bind replaces the
+	// unnamed portal, so nothing else holds it then.
+	unnamed portal
+	// A SELECT's CommandComplete and its tag, reused likewise.
+	cmdComplete pgproto3.CommandComplete
+	tagBuf      []byte
 }
 
 type prepared struct {

@@ -368,7 +368,15 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	if n := len(m.ParameterFormatCodes); n > 1 && n != len(params) {
 		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message has %d parameter formats but %d parameters", n, len(params))
 	}
-	args := make([]any, len(params))
+	// The unnamed portal's slices are reused: the previous unnamed
+	// portal's statement has run (query.Session keeps no args past
+	// Execute), and a Bind replaces it.
+	var args []any
+	var formats []int16
+	if m.DestinationPortal == "" {
+		args, formats = c.unnamed.args[:0], c.unnamed.formats[:0]
+	}
+	args = append(args, make([]any, len(params))...)
 	for i, raw := range m.Parameters {
 		if raw == nil {
 			continue
@@ -391,14 +399,22 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	if n := len(m.ResultFormatCodes); n > 1 && n != len(cols) {
 		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message has %d result formats but query has %d columns", n, len(cols))
 	}
-	formats := make([]int16, len(cols))
 	for i := range cols {
-		formats[i] = formatFor(m.ResultFormatCodes, i)
-		if formats[i] != 0 && formats[i] != 1 {
-			return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported format code %d", formats[i])
+		f := formatFor(m.ResultFormatCodes, i)
+		if f != 0 && f != 1 {
+			return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported format code %d", f)
 		}
+		formats = append(formats, f)
 	}
-	c.portals[m.DestinationPortal] = &portal{st: p.st, prep: p, args: args, formats: formats}
+	if formats == nil {
+		formats = []int16{}
+	}
+	pt := &portal{}
+	if m.DestinationPortal == "" {
+		pt = &c.unnamed
+	}
+	*pt = portal{st: p.st, prep: p, args: args, formats: formats}
+	c.portals[m.DestinationPortal] = pt
 	c.be.Send(&pgproto3.BindComplete{})
 	return nil
 }
@@ -489,11 +505,13 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 		c.be.Send(&pgproto3.PortalSuspended{})
 		return nil
 	}
-	tag := p.res.Tag
-	if strings.HasPrefix(tag, "SELECT ") {
-		tag = "SELECT " + strconv.Itoa(sent)
+	tag := append(c.tagBuf[:0], p.res.Tag...)
+	if strings.HasPrefix(p.res.Tag, "SELECT ") {
+		tag = strconv.AppendInt(append(tag[:0], "SELECT "...), int64(sent), 10)
 	}
-	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	c.tagBuf = tag
+	c.cmdComplete.CommandTag = tag
+	c.be.Send(&c.cmdComplete)
 	c.sendParamChanges()
 	return nil
 }

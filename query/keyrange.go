@@ -3,7 +3,7 @@ package query
 import (
 	"bytes"
 	"context"
-	"sort"
+	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -243,7 +243,10 @@ func union(x, y rangeSet) rangeSet { return normalize(append(append(rangeSet{}, 
 
 // normalize sorts ranges and merges the ones that overlap or touch.
 func normalize(rs rangeSet) rangeSet {
-	sort.Slice(rs, func(i, j int) bool { return bytes.Compare(rs[i].Start, rs[j].Start) < 0 })
+	if len(rs) == 1 && (len(rs[0].End) == 0 || bytes.Compare(rs[0].Start, rs[0].End) < 0) {
+		return rs // a point lookup's one range: nothing to sort or merge
+	}
+	slices.SortFunc(rs, func(a, b model.RowRange) int { return bytes.Compare(a.Start, b.Start) })
 	var out rangeSet
 	for _, r := range rs {
 		if len(r.End) > 0 && bytes.Compare(r.Start, r.End) >= 0 {

@@ -2,8 +2,8 @@ package query
 
 import (
 	"context"
-	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,7 +209,7 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 				return nil, sqlstate.Errorf(codeOutOfMemory, "the result is larger than %d MiB, which a statement's result may hold in the gateway; use LIMIT, or a cursor (DECLARE … FETCH) over ranges of the key", s.resultBudget()>>20)
 			}
 		}
-		res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
+		res.Tag = "SELECT " + strconv.Itoa(len(res.Rows))
 		return res, nil
 	}
 	return st, nil

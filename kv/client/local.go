@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/cellardb/cellar/kv/model"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
 
@@ -35,6 +36,25 @@ func (l localStub) in(ctx context.Context) context.Context {
 
 func (l localStub) ReadRow(ctx context.Context, in *pb.ReadRowRequest, _ ...grpc.CallOption) (*pb.ReadRowResponse, error) {
 	return l.srv.ReadRow(l.in(ctx), in)
+}
+
+// localReader is a tablet server that hands a direct caller the row it
+// read rather than a protobuf copy of it (tabletserver.Server.ReadRowLocal).
+type localReader interface {
+	ReadRowLocal(ctx context.Context, req *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error)
+}
+
+// readRow reads a row directly, without the protobuf copy if the server
+// offers that.
+func (l localStub) readRow(ctx context.Context, in *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error) {
+	if r, ok := l.srv.(localReader); ok {
+		return r.ReadRowLocal(l.in(ctx), in)
+	}
+	resp, err := l.srv.ReadRow(l.in(ctx), in)
+	if err != nil || !resp.Found {
+		return model.Row{}, false, resp.GetStats(), err
+	}
+	return rowFromProto(resp.Row), true, resp.Stats, nil
 }
 
 func (l localStub) MutateRow(ctx context.Context, in *pb.MutateRowRequest, _ ...grpc.CallOption) (*pb.MutateRowResponse, error) {

@@ -92,8 +92,10 @@ func statsFromProto(p *pb.ReadStats) ReadStats {
 // to encode fails (InvalidArgument).
 func (f Filter) proto() (*pb.Filter, error) {
 	out := &pb.Filter{Families: f.Families, QualifierRegex: f.QualifierRegex, ValueRegex: f.ValueRegex,
-		TimeRange: &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}, MaxVersions: int32(f.MaxVersions),
-		WantStats: f.WantStats, ReadableOnly: f.ReadableOnly, RequireFamilies: f.Require}
+		MaxVersions: int32(f.MaxVersions), WantStats: f.WantStats, ReadableOnly: f.ReadableOnly, RequireFamilies: f.Require}
+	if f.TimeRange != (model.TimeRange{}) {
+		out.TimeRange = &pb.TimeRange{Start: f.TimeRange.Start, End: f.TimeRange.End}
+	}
 	for _, c := range f.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{Family: c.Family, Qualifier: c.Qualifier, Type: int32(c.Type),
 			Op: pb.Condition_Op(c.Op), Operand: c.Operand})
@@ -251,20 +253,31 @@ func (c *Client) ReadRowStats(ctx context.Context, table string, row []byte, f F
 		return model.Row{}, false, ReadStats{}, err
 	}
 	req := &pb.ReadRowRequest{Table: table, Row: row, Filter: pf}
-	var resp *pb.ReadRowResponse
+	var (
+		out   model.Row
+		found bool
+		pst   *pb.ReadStats
+	)
 	err = c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
-		var err error
-		resp, err = cli.ReadRow(ctx, req)
-		return err
+		if l, ok := cli.(localStub); ok {
+			var err error
+			out, found, pst, err = l.readRow(ctx, req)
+			return err
+		}
+		resp, err := cli.ReadRow(ctx, req)
+		if err != nil {
+			return err
+		}
+		out, found, pst = model.Row{}, resp.Found, resp.Stats
+		if found {
+			out = rowFromProto(resp.Row)
+		}
+		return nil
 	})
 	if err != nil {
 		return model.Row{}, false, ReadStats{}, err
 	}
-	st := statsFromProto(resp.Stats)
-	if !resp.Found {
-		return model.Row{}, false, st, nil
-	}
-	return rowFromProto(resp.Row), true, st, nil
+	return out, found, statsFromProto(pst), nil
 }
 
 // ReadModifyWriteRule appends to or increments one cell.

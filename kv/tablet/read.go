@@ -158,13 +158,23 @@ func (m *mergeIter) Value() []byte { return m.heap[0].Value() }
 func (m *mergeIter) Error() error  { return m.err }
 
 func (m *mergeIter) Close() error {
+	first := m.closeIters()
+	m.iters, m.heap = nil, nil
+	return first
+}
+
+// closeIters closes the sources and forgets them, keeping the slices'
+// memory for the next read (a pooled point read's).
+func (m *mergeIter) closeIters() error {
 	var first error
-	for _, it := range m.iters {
+	for i, it := range m.iters {
 		if err := it.Close(); err != nil && first == nil {
 			first = err
 		}
+		m.iters[i] = nil
 	}
-	m.iters, m.heap = nil, nil
+	clear(m.heap)
+	m.iters, m.heap, m.err = m.iters[:0], m.heap[:0], nil
 	return first
 }
 
@@ -390,7 +400,11 @@ func groupsFor(si *schemaInfo, families []string) []int {
 // st, if not nil, counts the bloom filter checks and the SSTable blocks
 // read.
 func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, st *ReadStats) []iter {
-	its := make([]iter, 0, 1+len(v.frozen)+len(groups))
+	return t.appendSources(make([]iter, 0, 1+len(v.frozen)+len(groups)), v, snapshot, groups, lo, hi, point, st)
+}
+
+// appendSources is sources appending to its.
+func (t *Tablet) appendSources(its []iter, v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, st *ReadStats) []iter {
 	for _, m := range v.memtables() {
 		if !m.Empty() {
 			its = append(its, m.NewIter(snapshot))
@@ -479,13 +493,15 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (mod
 		return model.Row{}, false, t.notServing()
 	}
 	si := t.schema.Load()
-	rowKey := model.AppendRowPrefix(nil, row)
-	limit := model.RowLimit(bytes.Clone(rowKey))
-	m := &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), rowKey, limit, true, opts.Stats)}
-	defer m.Close()
-	r := newResolver(m, snapshot, si, &opts)
-	r.limit = limit
-	r.valid = m.SeekGE(rowKey)
+	p := t.s.pointReads.Get().(*pointRead)
+	defer t.s.pointReads.Put(p)
+	p.key = model.AppendRowPrefix(p.key[:0], row)
+	p.limit = model.RowLimit(append(p.limit[:0], p.key...))
+	p.m.iters = t.appendSources(p.m.iters[:0], v, snapshot, p.groupsFor(si, opts.Families), p.key, p.limit, true, opts.Stats)
+	defer p.m.closeIters()
+	r := p.resolver(snapshot, si, &opts)
+	r.limit = p.limit
+	r.valid = p.m.SeekGE(p.key)
 	var out model.Row
 	found := r.next(&out)
 	if err := r.err(); err != nil {
@@ -495,6 +511,56 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (mod
 		return model.Row{Key: row}, false, nil
 	}
 	return out, true, nil
+}
+
+// pointRead is the scratch memory of one ReadRow, pooled by the store: a
+// point read is the hottest path of the server, and its merge iterator,
+// resolver and key buffers would otherwise be garbage after every call.
+// Nothing in it outlives the read: the row handed out is a copy, and its
+// key and qualifiers live in an arena the resolver gives up (see
+// resolver).
+type pointRead struct {
+	m      mergeIter
+	r      resolver
+	key    []byte
+	limit  []byte
+	groups []int
+}
+
+func newPointRead() any { return &pointRead{} }
+
+// groups is groupsFor without the allocation when every family is read.
+func (p *pointRead) groupsFor(si *schemaInfo, families []string) []int {
+	if families != nil {
+		return groupsFor(si, families)
+	}
+	p.groups = p.groups[:0]
+	for i := range si.groups {
+		p.groups = append(p.groups, i)
+	}
+	return p.groups
+}
+
+// resolver resets the pooled resolver for a read of the given snapshot
+// and schema, keeping its buffers but not its arena (the previous read's
+// row points into that) nor anything of the previous schema.
+func (p *pointRead) resolver(snapshot uint64, si *schemaInfo, opts *ReadOptions) *resolver {
+	r := &p.r
+	cells, wanted := r.cells[:0], r.wanted
+	vis := r.vis
+	*r = resolver{src: &p.m, snapshot: snapshot, opts: opts, cells: cells}
+	r.vis = visibility{si: si, row: vis.row[:0], col: vis.col[:0], fam: vis.fam[:0], markers: vis.markers[:0]}
+	if opts.Families != nil {
+		if wanted == nil {
+			wanted = make(map[string]bool, len(opts.Families))
+		}
+		clear(wanted)
+		for _, f := range opts.Families {
+			wanted[f] = true
+		}
+		r.wanted = wanted
+	}
+	return r
 }
 
 // Scanner streams the rows of a range in order. It pins the tablet's data

@@ -39,6 +39,8 @@ type Store struct {
 
 	blockCache *lru[blockKey, []byte]
 	scanCache  *lru[scanKey, []kv]
+	// pointReads pools the scratch memory of point reads (pointRead).
+	pointReads sync.Pool
 	cacheIDs   atomic.Uint64
 	filesets   atomic.Uint64
 	nextFile   atomic.Uint64
@@ -83,7 +85,9 @@ type Store struct {
 
 // New returns a store over dir in fs. It does no I/O; Open does.
 func New(fs dfs.FS, dir string, opts Options) *Store {
-	return &Store{fs: fs, dir: dir, opts: opts.Defaults()}
+	s := &Store{fs: fs, dir: dir, opts: opts.Defaults()}
+	s.pointReads.New = newPointRead
+	return s
 }
 
 func (s *Store) sstDir() string {

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/cellardb/cellar/kv/model"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
 
@@ -64,6 +65,13 @@ func observe[Req, Resp any](ctx context.Context, s *Server, method string, f fun
 
 func (o observed) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadRowResponse, error) {
 	return observe(ctx, o.Server, "ReadRow", o.Server.ReadRow, req)
+}
+
+func (o observed) ReadRowLocal(ctx context.Context, req *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error) {
+	start := time.Now()
+	row, found, st, err := o.Server.ReadRowLocal(ctx, req)
+	o.opts.ObserveRPC("ReadRow", time.Since(start), err)
+	return row, found, st, err
 }
 
 func (o observed) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.MutateRowResponse, error) {

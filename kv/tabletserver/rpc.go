@@ -281,7 +281,7 @@ func (f filter) rowProto(ev *model.RowFilterEvaluator, row model.Row) *pb.Row {
 		return nil
 	}
 	if ev == nil {
-		return rowToProto(row, cells)
+		return rowToProto(model.Row{Key: row.Key}, cells)
 	}
 	// The evaluator's result is borrowed until its next Eval: the proto
 	// row copies the cells' headers (their bytes belong to the read, and
@@ -302,6 +302,9 @@ func rowToProto(r model.Row, cells []model.Cell) *pb.Row {
 	out := &pb.Row{Key: r.Key, Cells: make([]*pb.Cell, len(cells))}
 	for i, c := range cells {
 		out.Cells[i] = &pb.Cell{Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value}
+		if r.Labels != nil {
+			out.Cells[i].Labels = r.Labels[i]
+		}
 	}
 	return out
 }
@@ -334,38 +337,79 @@ func mutationsFromProto(ms []*pb.Mutation) ([]model.Mutation, error) {
 
 // ReadRow reads one row.
 func (s *Server) ReadRow(ctx context.Context, req *pb.ReadRowRequest) (*pb.ReadRowResponse, error) {
-	if err := s.serving(); err != nil {
+	row, found, st, err := s.readRow(ctx, req)
+	if err != nil {
 		return nil, err
 	}
+	out := &pb.ReadRowResponse{Stats: st}
+	if found {
+		out.Found, out.Row = true, rowToProto(row, row.Cells)
+	}
+	return out, nil
+}
+
+// ReadRowLocal is ReadRow for a caller in the same process (kv/client's
+// direct calls): it hands over the row itself rather than a protobuf copy
+// of it, which the caller would only copy back.
+func (s *Server) ReadRowLocal(ctx context.Context, req *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error) {
+	return s.readRow(ctx, req)
+}
+
+// readRow reads the row through the request's filter. The row filter's
+// evaluator lends its result until its next Eval, so the row's cells are
+// copied from it (only their headers: the bytes belong to the read, and
+// the labels to the compiled filter).
+func (s *Server) readRow(ctx context.Context, req *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error) {
+	if err := s.serving(); err != nil {
+		return model.Row{}, false, nil, err
+	}
 	if err := checkRow(req.Table, req.Row); err != nil {
-		return nil, err
+		return model.Row{}, false, nil, err
 	}
 	f, err := compileFilter(req.Filter)
 	if err != nil {
-		return nil, err
+		return model.Row{}, false, nil, err
 	}
 	s.narrow(&f, req.Table, req.Row)
 	if err := s.authorizeRead(ctx, req.Table, req.Row, &f); err != nil {
-		return nil, err
+		return model.Row{}, false, nil, err
 	}
-	var st tablet.ReadStats
+	// Statistics only when asked for: the read keeps a pointer to them.
+	var st *tablet.ReadStats
+	if f.wantStats {
+		st = new(tablet.ReadStats)
+	}
 	if f.blocked {
-		return &pb.ReadRowResponse{Stats: f.statsProto(&st)}, nil
+		return model.Row{}, false, f.statsProto(st), nil
 	}
-	row, found, err := s.opts.Store.ReadRow(ctx, req.Table, req.Row, f.withStats(&st))
+	row, found, err := s.opts.Store.ReadRow(ctx, req.Table, req.Row, f.withStats(st))
 	if err != nil {
-		return nil, toStatus(err)
+		return model.Row{}, false, nil, toStatus(err)
 	}
 	if err := s.serving(); err != nil {
-		return nil, err // the lock went during the read: its answer may be stale
+		return model.Row{}, false, nil, err // the lock went during the read: its answer may be stale
 	}
-	out := &pb.ReadRowResponse{Stats: f.statsProto(&st)}
-	if found {
-		if p := f.rowProto(f.evaluator(s.opts.Rand), row); p != nil {
-			out.Found, out.Row = true, p
+	if !found {
+		return model.Row{}, false, f.statsProto(st), nil
+	}
+	row.Cells = f.cells(row.Cells)
+	if ev := f.evaluator(s.opts.Rand); ev != nil && len(row.Cells) > 0 {
+		out := ev.Eval(row.Key, row.Cells)
+		row.Cells = make([]model.Cell, len(out))
+		for i := range out {
+			row.Cells[i] = out[i].Cell
+			if out[i].Labels != nil {
+				if row.Labels == nil {
+					row.Labels = make([][]string, len(out))
+				}
+				row.Labels[i] = out[i].Labels
+			}
 		}
 	}
-	return out, nil
+	if len(row.Cells) == 0 {
+		return model.Row{}, false, f.statsProto(st), nil
+	}
+	return row, true, f.statsProto(st), nil
 }
 
 // Scan streams the rows of the ranges, which must be in order and must
