@@ -36,10 +36,13 @@ func blockChecksum(payload, typ []byte) uint32 {
 // blockWriter builds one block payload.
 type blockWriter struct {
 	restartInterval int
-	buf             []byte
-	restarts        []uint32
-	counter         int // entries since the last restart point
-	nEntries        int
+	// restartBytes, if not 0, also starts a restart point once the
+	// entries since the last one take this many bytes (see doc.go).
+	restartBytes int
+	buf          []byte
+	restarts     []uint32
+	counter      int // entries since the last restart point
+	nEntries     int
 	// lastKey survives reset, so the table writer can check key order
 	// across blocks without a copy of its own.
 	lastKey []byte
@@ -47,7 +50,8 @@ type blockWriter struct {
 
 func (b *blockWriter) add(key, value []byte) {
 	shared := 0
-	if b.nEntries > 0 && b.counter < b.restartInterval {
+	if b.nEntries > 0 && b.counter < b.restartInterval &&
+		(b.restartBytes == 0 || len(b.buf)-int(b.restarts[len(b.restarts)-1]) < b.restartBytes) {
 		shared = sharedPrefixLen(b.lastKey, key)
 	} else {
 		b.restarts = append(b.restarts, uint32(len(b.buf)))

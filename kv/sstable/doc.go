@@ -30,11 +30,13 @@
 //
 // Keys are opaque byte strings ordered by bytes.Compare and strictly
 // increasing. Within a block each key is stored as the length it shares with
-// its predecessor plus the rest; every RestartInterval entries a restart
-// point stores a whole key (shared = 0) and its offset goes into the
-// restart array, so a seek binary-searches the restart points and then
-// scans at most one interval. A block with no entries has no restart
-// points.
+// its predecessor plus the rest; every RestartInterval entries, or sooner
+// in a data block once the entries since the last restart point take 1 KiB,
+// a restart point stores a whole key (shared = 0) and its offset goes into
+// the restart array, so a seek binary-searches the restart points and then
+// scans at most one interval: a few cache lines even when values are large.
+// Readers take restart points wherever the restart array puts them. A
+// block with no entries has no restart points.
 //
 // # Design choices
 //

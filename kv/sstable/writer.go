@@ -12,8 +12,12 @@ import (
 )
 
 const (
-	defaultBlockSize         = 64 << 10
-	defaultRestartInterval   = 16
+	defaultBlockSize       = 64 << 10
+	defaultRestartInterval = 16
+	// dataRestartBytes bounds the bytes a seek in a data block scans
+	// past its restart point: with large values, 16 entries are tens of
+	// KiB, a cache miss each, where a binary search touches a few.
+	dataRestartBytes         = 1 << 10
 	defaultFalsePositiveRate = 0.01
 	// maxBlockSize bounds WriterOptions.BlockSize; bigger blocks only make
 	// point reads slower.
@@ -108,7 +112,7 @@ func NewWriter(f dfs.File, name string, opts WriterOptions) *Writer {
 	}
 	w.opts = opts.EnsureDefaults()
 	w.bw = bufio.NewWriterSize(f, writeBufferSize)
-	w.data.restartInterval = w.opts.RestartInterval
+	w.data.restartInterval, w.data.restartBytes = w.opts.RestartInterval, dataRestartBytes
 	// The index is decoded whole at open and never seeked on disk, so its
 	// restart points matter little; the default keeps it prefix-compressed.
 	w.index.restartInterval = defaultRestartInterval

@@ -266,3 +266,35 @@ func TestEmptyTable(t *testing.T) {
 		t.Fatal("empty table claims content")
 	}
 }
+
+// TestRestartPointsByBytes: with large values a data block starts a
+// restart point once the entries since the last one take dataRestartBytes,
+// not only every RestartInterval entries, and seeks land on every key.
+func TestRestartPointsByBytes(t *testing.T) {
+	for _, vlen := range []int{10, 300, 1000, 5000} {
+		bw := blockWriter{restartInterval: 16, restartBytes: dataRestartBytes}
+		var keys [][]byte
+		for i := range 40 {
+			k := fmt.Appendf(nil, "row%04d", i)
+			keys = append(keys, k)
+			bw.add(k, bytes.Repeat([]byte{'v'}, vlen))
+		}
+		data := bytes.Clone(bw.finish())
+		var b blockIter
+		if err := b.init(data, "t.sst", 0); err != nil {
+			t.Fatal(err)
+		}
+		// Entries between restart points, at most: the interval, or as
+		// many as fit in restartBytes (plus the one that crosses it).
+		perEntry := vlen + 10
+		want := min(16, dataRestartBytes/perEntry+1)
+		if got := (40 + b.numRestarts - 1) / b.numRestarts; got > want {
+			t.Errorf("values of %d bytes: %d restart points for 40 entries, about %d entries apart; want at most %d", vlen, b.numRestarts, got, want)
+		}
+		for _, k := range keys {
+			if !b.seekGE(k) || !bytes.Equal(b.key, k) {
+				t.Fatalf("values of %d bytes: seekGE(%s) landed on %q", vlen, k, b.key)
+			}
+		}
+	}
+}
