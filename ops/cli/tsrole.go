@@ -59,6 +59,9 @@ type TabletServerConfig struct {
 	Metrics *metrics.Metrics
 	// Secret is the cluster's shared secret (secret.go).
 	Secret string
+	// Clock is the wall clock of server-assigned timestamps (default
+	// time.Now); -fault-injection makes it skewable.
+	Clock func() time.Time
 }
 
 // incarnation names one run of a server.
@@ -109,6 +112,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	shared := &tablet.Shared{Name: id, Catalog: &catalog, NoStall: func(t string) bool { return t == kvclient.MetaTable }}
 	opts := storeOptions(cfg.SplitSize, &splits, shared, log)
 	opts.MemtableSize = cfg.MemtableSize
+	opts.Clock = cfg.Clock
 	observeRPC := instrumentTabletServer(cfg.Metrics, id, &opts)
 	store := tablet.New(cfg.FS, cfg.DFSRoot, opts)
 	if err := store.Open(ctx); err != nil {
