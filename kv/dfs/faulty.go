@@ -47,6 +47,10 @@ type Faulty struct {
 	fresh map[string]bool        // names created since their directory's last SyncDir
 	rule  syncRule
 	stats FaultyStats
+	// stall, if set, holds the syncs of files under stallPrefix until it
+	// is closed, by ClearFaults or Crash.
+	stall       chan struct{}
+	stallPrefix string
 }
 
 // syncRule says which syncs fail.
@@ -93,8 +97,44 @@ func (f *Faulty) FailSyncs(n int, prefix string) {
 	f.rule = syncRule{n: n, prefix: prefix}
 }
 
-// ClearFaults stops injecting sync failures.
-func (f *Faulty) ClearFaults() { f.FailSyncs(0, "") }
+// StallSyncs makes the syncs of files whose name starts with prefix wait,
+// as on a disk that stopped answering, until ClearFaults or Crash; a
+// stalled sync then fails if the machine crashed. Writes go on landing,
+// unsynced, so that a Crash after a stall always has unsynced tails to cut.
+func (f *Faulty) StallSyncs(prefix string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stall == nil {
+		f.stall = make(chan struct{})
+	}
+	f.stallPrefix = prefix
+}
+
+// ClearFaults stops injecting sync failures and releases stalled syncs.
+func (f *Faulty) ClearFaults() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rule = syncRule{}
+	f.releaseStall()
+}
+
+// releaseStall lets stalled syncs go on. mu is held.
+func (f *Faulty) releaseStall() {
+	if f.stall != nil {
+		close(f.stall)
+		f.stall = nil
+	}
+}
+
+// stalled returns the channel a sync of name must wait on, or nil.
+func (f *Faulty) stalled(name string) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stall != nil && strings.HasPrefix(name, f.stallPrefix) {
+		return f.stall
+	}
+	return nil
+}
 
 // Stats returns the counters.
 func (f *Faulty) Stats() FaultyStats {
@@ -166,6 +206,8 @@ func (f *Faulty) Crash(opts FaultyCrash) (FaultyStats, error) {
 		f.stats.Removed++
 	}
 	f.nodes, f.fresh = map[string]*faultyNode{}, map[string]bool{}
+	// Stalled syncs find the machine crashed once they go on.
+	f.releaseStall()
 	return f.stats, errors.Join(errs...)
 }
 
@@ -434,6 +476,10 @@ func (h *faultyFile) ReadAt(b []byte, off int64) (int, error) {
 }
 
 func (h *faultyFile) Sync() error {
+	// Stalled outside the gate, so that a Crash is not held up by it.
+	if c := h.fs.stalled(h.name); c != nil {
+		<-c
+	}
 	if err := h.fs.enter("sync", h.name); err != nil {
 		return err
 	}

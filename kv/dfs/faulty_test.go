@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+	"time"
 )
 
 func TestFaultyConformance(t *testing.T) {
@@ -202,5 +203,47 @@ func TestFaultyRemoveAndTruncate(t *testing.T) {
 	}
 	if _, err := m.Stat("gone"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a removed file came back: %v", err)
+	}
+}
+
+func TestFaultyStallSyncsUntilCrash(t *testing.T) {
+	m := NewMem()
+	f := NewFaulty(m)
+	f.MkdirAll("logs")
+	w, _ := f.Create("logs/1")
+	f.SyncDir("logs")
+	w.Write([]byte("synced;"))
+	w.Sync()
+	f.StallSyncs("logs/")
+	w.Write([]byte("stalled"))
+	done := make(chan error, 1)
+	go func() { done <- w.Sync() }()
+	select {
+	case err := <-done:
+		t.Fatalf("a stalled sync returned %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	st, err := f.Crash(FaultyCrash{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrPowerLoss) {
+		t.Fatalf("a sync stalled across the crash returned %v", err)
+	}
+	if got, _ := ReadFile(m, "logs/1"); string(got) != "synced;" || st.Cut != 1 {
+		t.Fatalf("after the crash the log holds %q (%+v)", got, st)
+	}
+}
+
+func TestFaultyClearReleasesStalledSyncs(t *testing.T) {
+	f := NewFaulty(NewMem())
+	w, _ := f.Create("x")
+	f.StallSyncs("")
+	w.Write([]byte("x"))
+	done := make(chan error, 1)
+	go func() { done <- w.Sync() }()
+	f.ClearFaults()
+	if err := <-done; err != nil {
+		t.Fatalf("a sync released by ClearFaults: %v", err)
 	}
 }

@@ -88,7 +88,10 @@ func storeOptions(splitSize int64, f *splitForwarder, shared *tablet.Shared, log
 			log.Warn("background work failed (will retry)", slog.Uint64("tablet", id), slog.Any("err", err))
 		},
 		LogCorruption: func(err error) { log.Error("commit log: recovery stopped at corrupt data", slog.Any("err", err)) },
-		Split:         f.split,
+		LogWriteFailed: func(err error, recovered bool) {
+			log.Error("commit log write failed; its writes were refused", slog.Bool("recovered_on_new_segment", recovered), slog.Any("err", err))
+		},
+		Split: f.split,
 	}}
 }
 

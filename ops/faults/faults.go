@@ -8,7 +8,8 @@
 // The endpoints, all POST (GET /debug/faults shows the state):
 //
 //	/debug/faults/sync-fail?n=N&prefix=P  fail the next N fsyncs of dfs files whose name starts with P (N=-1: all until cleared)
-//	/debug/faults/clear                   stop failing fsyncs
+//	/debug/faults/stall-syncs?prefix=P    hold the fsyncs of dfs files whose name starts with P until cleared or crashed
+//	/debug/faults/clear                   stop failing and stalling fsyncs
 //	/debug/faults/crash?torn=1&seed=S     power loss: cut unsynced data (torn=1: keep a seeded torn tail), then SIGKILL the process
 //	/debug/faults/clock?skew=D            set the wall clock's offset from the real one (a Go duration, e.g. 1h or -1h)
 package faults
@@ -92,6 +93,7 @@ func Mount(mux *http.ServeMux, opts Options) {
 	mux.HandleFunc("POST /debug/faults/clock", h.clock)
 	if opts.FS != nil {
 		mux.HandleFunc("POST /debug/faults/sync-fail", h.syncFail)
+		mux.HandleFunc("POST /debug/faults/stall-syncs", h.stallSyncs)
 		mux.HandleFunc("POST /debug/faults/clear", h.clear)
 		mux.HandleFunc("POST /debug/faults/crash", h.crash)
 	}
@@ -139,9 +141,16 @@ func (h *handler) syncFail(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "failing %d syncs under %q\n", n, prefix)
 }
 
+func (h *handler) stallSyncs(w http.ResponseWriter, r *http.Request) {
+	prefix := r.URL.Query().Get("prefix")
+	h.opts.FS.StallSyncs(prefix)
+	h.opts.Logger.Warn("fault injected: fsyncs stall", slog.String("prefix", prefix))
+	fmt.Fprintf(w, "stalling syncs under %q\n", prefix)
+}
+
 func (h *handler) clear(w http.ResponseWriter, _ *http.Request) {
 	h.opts.FS.ClearFaults()
-	h.opts.Logger.Warn("fault cleared: fsyncs succeed")
+	h.opts.Logger.Warn("fault cleared: fsyncs go on and succeed")
 	fmt.Fprintln(w, "cleared")
 }
 
