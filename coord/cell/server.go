@@ -165,7 +165,7 @@ func (s *server) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenRespons
 	m.mu.Lock()
 	cmd.AckBelow = sess.ackBelow
 	m.mu.Unlock()
-	res, err := m.r.propose(ctx, cmd)
+	res, err := m.propose(ctx, cmd)
 	m.deliver(res)
 	if err != nil {
 		return nil, err
@@ -299,7 +299,9 @@ func (s *server) Acquire(ctx context.Context, req *pb.AcquireRequest) (*pb.Acqui
 		}
 		var timer <-chan time.Time
 		if res.RetryAfterMs > 0 {
-			t := time.NewTimer(time.Until(time.UnixMilli(res.RetryAfterMs)) + time.Millisecond)
+			// RetryAfterMs is on the cell's clock, not this machine's wall
+			// clock.
+			t := time.NewTimer(time.Duration(res.RetryAfterMs-m.now())*time.Millisecond + time.Millisecond)
 			defer t.Stop()
 			timer = t.C
 		}
@@ -332,7 +334,7 @@ func (s *server) SetSequencer(ctx context.Context, req *pb.SetSequencerRequest) 
 		return nil, err
 	}
 	cmd := &pb.Command{Session: sess.id, RequestId: req.RequestId, Op: &pb.Command_SetSequencer{SetSequencer: req}}
-	_, err = m.r.propose(ctx, cmd)
+	_, err = m.propose(ctx, cmd)
 	return &pb.Empty{}, err
 }
 
