@@ -297,6 +297,15 @@ func (s *server) Acquire(ctx context.Context, req *pb.AcquireRequest) (*pb.Acqui
 		if res.Acquired || !req.Wait {
 			return &pb.AcquireResponse{Acquired: res.Acquired, Sequencer: res.Sequencer}, nil
 		}
+		if attempt == 0 && res.Epoch != m.epoch {
+			// A recorded answer from an earlier master: the client resent
+			// its request id after a failover, and got the busy answer the
+			// old master recorded, maybe from before the holder's session
+			// ended there. Waiting on it would wait for a change that
+			// already happened; ask again as a new command, which sees the
+			// lock as it is now.
+			continue
+		}
 		var timer <-chan time.Time
 		if res.RetryAfterMs > 0 {
 			// RetryAfterMs is on the cell's clock, not this machine's wall
