@@ -284,6 +284,8 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitSta
 //     segment, succeeds;
 //  2. fails every commit log fsync for a while under the load, then heals:
 //     direct writes in the window get errors, the load goes on afterwards;
+//     then fails every SSTable fsync: a major compaction fails, writes go
+//     on, and once healed the compaction succeeds;
 //  3. stalls the log's fsyncs and emulates a power loss with a seeded
 //     torn tail: the server's unsynced log bytes are cut (some kept, maybe
 //     garbled) and it dies as by kill -9. The second server recovers every
@@ -354,6 +356,26 @@ func TestChaosDiskFaults(t *testing.T) {
 	mustPut("k2-direct-after-2")
 	load.waitFor(t, "after the fsync failures healed", 200)
 	t.Logf("fsyncs failing for %v: the longest stretch without an acknowledged insert was %v", time.Second, load.gapAfter(failedAt).Round(time.Millisecond))
+
+	// 2b. SSTable fsyncs fail: a flush and major compaction fails (and
+	// must leave no reference to its half-made files), while writes go on
+	// through the log; healed, it succeeds, so that the recovery below
+	// reads SSTables as well as the log.
+	fault(t, faults, "sync-fail?n=-1&prefix=sst/")
+	compact := func() ([]byte, error) {
+		return exec.CommandContext(ctx, c.bin, "admin", "compact", "-chubby", c.chubby, "-timeout", "20s", "t").CombinedOutput()
+	}
+	if out, err := compact(); err == nil {
+		t.Fatalf("a compaction whose SSTable fsyncs failed succeeded:\n%s", out)
+	} else {
+		t.Logf("compaction under failing SSTable fsyncs: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	load.waitFor(t, "while SSTable fsyncs fail", 100)
+	fault(t, faults, "clear")
+	if out, err := compact(); err != nil {
+		t.Fatalf("compaction after the SSTable fsyncs healed: %v\n%s", err, out)
+	}
+	load.waitFor(t, "after the compaction", 100)
 
 	// 3. The disk stalls; the machine loses power with writes in flight.
 	fault(t, faults, "stall-syncs?prefix=logs/")
