@@ -569,3 +569,59 @@ func TestLockWaitersDoNotSpin(t *testing.T) {
 		t.Fatalf("the waiter was not granted the lock: %v", err)
 	}
 }
+
+// TestLockWaiterAcrossFailoverAfterHolderExpired: a session waits for a
+// lock whose holder's session has already expired at the master (the lock
+// is only in its lock-delay) when the master fails. The waiter's client
+// resends its Acquire, with the same request id, to the new master, which
+// must not take the old master's recorded busy answer as the lock's state
+// and wait for a release that already happened: the waiter gets the lock.
+func TestLockWaiterAcrossFailoverAfterHolderExpired(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	tc.waitMaster()
+	c := ctx(t)
+	var cut cutter
+	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 3 * time.Second, Dialer: cut.dial})
+	if err := a.Open(c); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		// Cut off, the client cannot tell the cell it is closing.
+		shut, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		a.Close(shut)
+	}()
+	b := tc.client("b", nil)
+	la, _, err := a.OpenNode(c, "/ls/local/lock", client.OpenOptions{Mode: coord.ModeWrite, Create: true, LockDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	lb, _, err := b.OpenNode(c, "/ls/local/lock", client.OpenOptions{Mode: coord.ModeWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := make(chan error, 1)
+	go func() { acquired <- lb.Acquire(c, coord.Exclusive) }()
+	cut.partition()
+	master := tc.waitMaster()
+	gone := a.SessionID()
+	waitFor(t, "the cut-off holder's session to end at the master", 15*time.Second, func() bool {
+		snap, err := tc.replicas[master].Dump(c)
+		if err != nil {
+			return false
+		}
+		for _, s := range snap.Sessions {
+			if s.Id == gone {
+				return false
+			}
+		}
+		return true
+	})
+	tc.stop(master)
+	if err := <-acquired; err != nil {
+		t.Fatalf("the waiter never got the lock after the failover: %v", err)
+	}
+}

@@ -76,6 +76,13 @@ type master struct {
 	nodeMoved  map[string]chan struct{}   // path -> closed when the node's lock may have freed
 	failoverAt time.Time
 	wg         sync.WaitGroup
+
+	// The cell's clock, which lock-delays are judged by, is clockBase ms
+	// at clockAt and runs on Go's monotonic clock from there: a step of
+	// this machine's wall clock must neither end a lock-delay early nor
+	// make one last for hours. Set once by takeOver.
+	clockBase int64
+	clockAt   time.Time
 }
 
 func newMaster(r *Replica) *master {
@@ -83,6 +90,15 @@ func newMaster(r *Replica) *master {
 	return &master{r: r, ctx: ctx, cancel: cancel, lease: r.opts.Lease, changed: make(chan struct{}),
 		sessions: map[uint64]*liveSession{}, cachers: map[string]map[uint64]bool{}, uncachable: map[string]int{},
 		handles: map[uint64]string{}, nodeMoved: map[string]chan struct{}{}}
+}
+
+// now returns the cell's clock in milliseconds.
+func (m *master) now() int64 { return m.clockBase + time.Since(m.clockAt).Milliseconds() }
+
+// propose proposes cmd stamped with the cell's clock.
+func (m *master) propose(ctx context.Context, cmd *pb.Command) (*pb.Result, error) {
+	cmd.NowMs = m.now()
+	return m.r.propose(ctx, cmd)
 }
 
 func (m *master) stop() {
@@ -127,7 +143,16 @@ func (m *master) takeOver() error {
 	if err != nil {
 		return err
 	}
-	m.key = v.(fsm.Info).Key
+	info := v.(fsm.Info)
+	m.key = info.Key
+	// Continue the cell's clock where the last master left it. The time
+	// between its last command and now is not counted, so a failover can
+	// only lengthen lock-delays, never shorten them. A new cell starts
+	// from the wall clock, only so that its readings look like dates.
+	m.clockBase, m.clockAt = info.ClockMs, time.Now()
+	if m.clockBase == 0 {
+		m.clockBase = r.opts.Clock().UnixMilli()
+	}
 	v, err = r.read(ctx, fsm.SessionsQuery{})
 	if err != nil {
 		return err
@@ -211,7 +236,7 @@ func (m *master) deliver(res *pb.Result) {
 
 // createSession starts a session with a fresh lease.
 func (m *master) createSession(ctx context.Context, principal string) (*pb.CreateSessionResponse, error) {
-	res, err := m.r.propose(ctx, &pb.Command{Op: &pb.Command_CreateSession{CreateSession: &pb.CreateSession{Principal: principal}}})
+	res, err := m.propose(ctx, &pb.Command{Op: &pb.Command_CreateSession{CreateSession: &pb.CreateSession{Principal: principal}}})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +260,7 @@ func (m *master) endSession(ctx context.Context, id uint64, expired bool) error 
 	if err != nil {
 		return err
 	}
-	res, err := m.r.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: expired}}})
+	res, err := m.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: expired}}})
 	done()
 	if err != nil {
 		return err
@@ -497,7 +522,7 @@ func (m *master) mutate(ctx context.Context, s *liveSession, path string, cmd *p
 	}
 	cmd.AckBelow = s.ackBelow
 	m.mu.Unlock()
-	res, err := m.r.propose(ctx, cmd)
+	res, err := m.propose(ctx, cmd)
 	done()
 	m.deliver(res)
 	if mayFreeLock(cmd) {

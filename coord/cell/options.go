@@ -47,8 +47,10 @@ type Options struct {
 	// SnapshotEntries is how many applied commands trigger a snapshot.
 	SnapshotEntries uint64
 
-	// Clock is the wall clock whose readings go into commands (lock-delay).
-	// Leases use Go's monotonic clock readings of the same values.
+	// Clock is the replica's wall clock. Nothing that times leases or
+	// lock-delays reads it: leases run on Go's monotonic clock, and the
+	// cell's clock in commands runs on it too, from the value the last
+	// master left (a new cell starts it at this clock's reading).
 	Clock func() time.Time
 	// Rand supplies the secret behind check digits at bootstrap.
 	Rand io.Reader

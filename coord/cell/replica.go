@@ -316,9 +316,10 @@ func (r *Replica) startMaster(m *master) {
 }
 
 // propose proposes cmd and returns its result; a failed command comes
-// back as a *coord.Error.
+// back as a *coord.Error. A master stamps cmd with the cell's clock first
+// (master.propose); the take-over's own commands carry none, leaving the
+// cell's clock as it was.
 func (r *Replica) propose(ctx context.Context, cmd *pb.Command) (*pb.Result, error) {
-	cmd.NowMs = r.opts.Clock().UnixMilli()
 	data, err := marshal.Marshal(cmd)
 	if err != nil {
 		return nil, err

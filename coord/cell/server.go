@@ -165,7 +165,7 @@ func (s *server) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenRespons
 	m.mu.Lock()
 	cmd.AckBelow = sess.ackBelow
 	m.mu.Unlock()
-	res, err := m.r.propose(ctx, cmd)
+	res, err := m.propose(ctx, cmd)
 	m.deliver(res)
 	if err != nil {
 		return nil, err
@@ -297,9 +297,20 @@ func (s *server) Acquire(ctx context.Context, req *pb.AcquireRequest) (*pb.Acqui
 		if res.Acquired || !req.Wait {
 			return &pb.AcquireResponse{Acquired: res.Acquired, Sequencer: res.Sequencer}, nil
 		}
+		if attempt == 0 && res.Epoch != m.epoch {
+			// A recorded answer from an earlier master: the client resent
+			// its request id after a failover, and got the busy answer the
+			// old master recorded, maybe from before the holder's session
+			// ended there. Waiting on it would wait for a change that
+			// already happened; ask again as a new command, which sees the
+			// lock as it is now.
+			continue
+		}
 		var timer <-chan time.Time
 		if res.RetryAfterMs > 0 {
-			t := time.NewTimer(time.Until(time.UnixMilli(res.RetryAfterMs)) + time.Millisecond)
+			// RetryAfterMs is on the cell's clock, not this machine's wall
+			// clock.
+			t := time.NewTimer(time.Duration(res.RetryAfterMs-m.now())*time.Millisecond + time.Millisecond)
 			defer t.Stop()
 			timer = t.C
 		}
@@ -332,7 +343,7 @@ func (s *server) SetSequencer(ctx context.Context, req *pb.SetSequencerRequest) 
 		return nil, err
 	}
 	cmd := &pb.Command{Session: sess.id, RequestId: req.RequestId, Op: &pb.Command_SetSequencer{SetSequencer: req}}
-	_, err = m.r.propose(ctx, cmd)
+	_, err = m.propose(ctx, cmd)
 	return &pb.Empty{}, err
 }
 

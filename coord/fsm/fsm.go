@@ -4,9 +4,10 @@
 // same commands in the same order and reaches the same state.
 //
 // The state machine is deterministic. It reads no clock and no randomness:
-// time arrives as each command's now_ms (the proposing master's wall clock;
-// the machine keeps the largest it has seen, so time never runs backwards
-// for it) and the secret behind check digits arrives in the Bootstrap
+// time arrives as each command's now_ms (the cell's clock, which each master
+// advances by its monotonic clock from the value it found at take-over, so
+// that no wall clock step moves it; the machine keeps the largest it has
+// seen, so time never runs backwards for it) and the secret behind check digits arrives in the Bootstrap
 // command. Lock-delay is judged against that time. Leases are not here:
 // they live in the master's memory (coord/cell) and end in an EndSession
 // command.

@@ -43,7 +43,7 @@ type SessionsQuery struct{}
 // node that ending the session can change.
 type SessionPathsQuery struct{ Session uint64 }
 
-// InfoQuery returns the cell's name, key and epoch.
+// InfoQuery returns the cell's name, key, epoch and clock.
 type InfoQuery struct{}
 
 // Info answers an InfoQuery.
@@ -51,6 +51,9 @@ type Info struct {
 	Cell  string
 	Key   []byte
 	Epoch uint64
+	// ClockMs is the cell's clock: the highest now_ms of any command
+	// applied. A new master continues it.
+	ClockMs int64
 }
 
 // DumpQuery returns the whole state as a Snapshot, for tests and tools.
@@ -139,7 +142,7 @@ func (s *State) Lookup(q any) (any, error) {
 		}
 		return out, nil
 	case InfoQuery:
-		return Info{Cell: s.cell, Key: append([]byte(nil), s.key...), Epoch: s.epoch}, nil
+		return Info{Cell: s.cell, Key: append([]byte(nil), s.key...), Epoch: s.epoch, ClockMs: s.clock}, nil
 	case DumpQuery:
 		return s.Snapshot(), nil
 	case CountsQuery:

@@ -1,7 +1,7 @@
 // Package dfs is the file-system interface that stands in for GFS.
 //
 // Every file cellar stores (commit log segments, SSTables, tablet state)
-// goes through FS. Two implementations exist:
+// goes through FS. Two implementations exist, and a wrapper:
 //
 //   - Local, a directory on a POSIX file system. On a real cluster every
 //     tablet server mounts the same root, which may be any POSIX distributed
@@ -12,6 +12,10 @@
 //     unsynced write; fault hooks fail writes, syncs or any other operation
 //     on demand, and a capacity turns writes into ENOSPC. Tests use it to
 //     prove that acknowledged writes survive and nothing else appears.
+//   - Faulty wraps either one and brings the same faults to a real
+//     process: failed fsyncs, and a power loss that cuts every file back to
+//     what was synced (with an optional torn tail) in the underlying
+//     directory, after which the process ends. It is for testing only.
 //
 // Names are slash-separated and relative to the root. Files are written
 // once, front to back, and then only read: SSTables are immutable and log

@@ -90,6 +90,10 @@ type Events struct {
 	// LogSynced reports a commit log group commit: the records its one
 	// write and fsync made durable, and how long those took.
 	LogSynced func(records int, d time.Duration)
+	// LogWriteFailed reports a failed commit log write or fsync, whose
+	// writes all failed, and whether the log voided it by starting a new
+	// segment (if not, every write fails until it can).
+	LogWriteFailed func(err error, recovered bool)
 }
 
 // FlushInfo describes a finished minor compaction.

@@ -250,7 +250,7 @@ func (s *Store) recover(ctx context.Context) error {
 		s.memBytes.Add(cur)
 	}
 	s.log = commitlog.NewWriter(s.fs, s.logDir(), commitlog.Options{SegmentSize: s.opts.LogSegmentSize,
-		Events: commitlog.Events{Synced: s.opts.Events.LogSynced}})
+		Events: commitlog.Events{Synced: s.opts.Events.LogSynced, WriteFailed: s.opts.Events.LogWriteFailed}})
 	if err := s.log.Open(ctx, logState, maxRedo); err != nil {
 		return err
 	}

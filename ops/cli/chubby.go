@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cellardb/cellar/coord/cell"
+	"github.com/cellardb/cellar/ops/faults"
 )
 
 // DefaultCell is the cell name of cellar demo and the default of
@@ -35,6 +36,7 @@ func runChubby(args []string, env Env) int {
 	grace := fs.Duration("grace", 45*time.Second, "grace period added to every lease when a new master takes over")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round trip between replicas; elections take 10 of them")
 	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
+	faultInjection := fs.Bool("fault-injection", false, faultInjectionUsage)
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_CHUBBY")
 	if err != nil {
@@ -68,9 +70,10 @@ func runChubby(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "chubby", err)
 	}
+	clock := &faults.Clock{}
 	r := cell.New(cell.Options{
 		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen,
-		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt,
+		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt, Clock: clock.Now,
 		Logger: log.With("role", "chubby"), KeepAlive: keepAliveHook(pm, *id),
 	})
 	if err := r.Open(ctx); err != nil {
@@ -82,6 +85,9 @@ func runChubby(args []string, env Env) int {
 	}
 	if err == nil {
 		err = addReplicaMetrics(pm, r)
+	}
+	if err == nil && *faultInjection {
+		err = mountFaults(web, faults.Options{Clock: clock, Logger: log.With("role", "chubby")})
 	}
 	if err != nil {
 		web.close(context.Background())

@@ -14,6 +14,7 @@ import (
 	"github.com/cellardb/cellar/coord/cell"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/ops/coordlock"
+	"github.com/cellardb/cellar/ops/faults"
 	"github.com/cellardb/cellar/ops/status"
 	"github.com/cellardb/cellar/pgwire"
 )
@@ -193,4 +194,17 @@ func gatewayStatus(env Env, reg prometheus.Gatherer, gw *gatewayKV, pg *pgwire.S
 		opts.Gateway = pg
 	}
 	return opts
+}
+
+// faultInjectionUsage is the -fault-injection flag's usage.
+const faultInjectionUsage = "FOR TESTING ONLY: serve /debug/faults/ on -http, through which anyone who reaches it can fail fsyncs, cut unsynced data and kill the process, or skew its wall clock"
+
+// mountFaults serves the fault endpoint on the process's HTTP server,
+// which -fault-injection needs.
+func mountFaults(web *processHTTP, opts faults.Options) error {
+	if web == nil {
+		return fmt.Errorf("-fault-injection needs the HTTP server: set -http")
+	}
+	faults.Mount(web.Mux, opts)
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cellardb/cellar/coord/client"
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/ops/coordlock"
+	"github.com/cellardb/cellar/ops/faults"
 )
 
 // runTabletServer runs one tablet server until SIGINT or SIGTERM, or until
@@ -33,6 +34,7 @@ func runTabletServer(args []string, env Env) int {
 	secretFile := fs.String("secret-file", "", secretFileUsage)
 	splitSize := fs.Int64("split-size", 128<<20, "size in bytes at which a tablet splits in two (0: never)")
 	httpAddr := fs.String("http", "127.0.0.1:0", httpFlagUsage)
+	faultInjection := fs.Bool("fault-injection", false, faultInjectionUsage)
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_TABLETSERVER")
 	if err != nil {
@@ -75,9 +77,16 @@ func runTabletServer(args []string, env Env) int {
 		ln.Close()
 		return fail(env, "tabletserver", err)
 	}
+	var store dfs.FS = dfs.NewLocal(*dfsRoot)
+	var faulty *dfs.Faulty
+	clock := &faults.Clock{}
+	if *faultInjection {
+		faulty = dfs.NewFaulty(store)
+		store = faulty
+	}
 	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	role, err := StartTabletServer(openCtx, svc, TabletServerConfig{Name: *id, Addr: addr, FS: dfs.NewLocal(*dfsRoot), SplitSize: *splitSize,
-		Logger: log.With("role", "tabletserver"), OnFatal: func(err error) { fatal <- err }, Metrics: pm.m, Secret: *secret})
+	role, err := StartTabletServer(openCtx, svc, TabletServerConfig{Name: *id, Addr: addr, FS: store, SplitSize: *splitSize,
+		Logger: log.With("role", "tabletserver"), OnFatal: func(err error) { fatal <- err }, Metrics: pm.m, Secret: *secret, Clock: clock.Now})
 	cancel()
 	if err != nil {
 		ln.Close()
@@ -88,6 +97,9 @@ func runTabletServer(args []string, env Env) int {
 	web, err := listenHTTP(*httpAddr, tabletServerStatus(env, pm.reg, role))
 	if err == nil {
 		err = pm.attach(web, role.store.Name())
+	}
+	if err == nil && *faultInjection {
+		err = mountFaults(web, faults.Options{FS: faulty, Clock: clock, Logger: log.With("role", "tabletserver")})
 	}
 	if err != nil {
 		web.close(context.Background())

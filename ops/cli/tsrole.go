@@ -59,6 +59,9 @@ type TabletServerConfig struct {
 	Metrics *metrics.Metrics
 	// Secret is the cluster's shared secret (secret.go).
 	Secret string
+	// Clock is the wall clock of server-assigned timestamps (default
+	// time.Now); -fault-injection makes it skewable.
+	Clock func() time.Time
 }
 
 // incarnation names one run of a server.
@@ -85,7 +88,10 @@ func storeOptions(splitSize int64, f *splitForwarder, shared *tablet.Shared, log
 			log.Warn("background work failed (will retry)", slog.Uint64("tablet", id), slog.Any("err", err))
 		},
 		LogCorruption: func(err error) { log.Error("commit log: recovery stopped at corrupt data", slog.Any("err", err)) },
-		Split:         f.split,
+		LogWriteFailed: func(err error, recovered bool) {
+			log.Error("commit log write failed; its writes were refused", slog.Bool("recovered_on_new_segment", recovered), slog.Any("err", err))
+		},
+		Split: f.split,
 	}}
 }
 
@@ -109,6 +115,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	shared := &tablet.Shared{Name: id, Catalog: &catalog, NoStall: func(t string) bool { return t == kvclient.MetaTable }}
 	opts := storeOptions(cfg.SplitSize, &splits, shared, log)
 	opts.MemtableSize = cfg.MemtableSize
+	opts.Clock = cfg.Clock
 	observeRPC := instrumentTabletServer(cfg.Metrics, id, &opts)
 	store := tablet.New(cfg.FS, cfg.DFSRoot, opts)
 	if err := store.Open(ctx); err != nil {
