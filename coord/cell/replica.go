@@ -145,6 +145,7 @@ func (r *Replica) Open(ctx context.Context) error {
 		WALDir:            filepath.Join(o.Dir, "wal"),
 		RTTMillisecond:    uint64(max(o.RTT/time.Millisecond, 1)),
 		RaftAddress:       self.RaftAddr,
+		ListenAddress:     o.RaftListen,
 		RaftEventListener: r,
 		// tan, dragonboat's own log store, commits with one write and one
 		// fsync per batch; its default (Pebble) adds a WAL pipeline.
