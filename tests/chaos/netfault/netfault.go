@@ -239,12 +239,28 @@ func (p *Proxy) Accepted(source string) int {
 	return p.accepted[source]
 }
 
+// Open returns how many connections are open now, by source.
+func (p *Proxy) Open() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for c := range p.conns {
+		out[c.source]++
+	}
+	return out
+}
+
 // changedLocked wakes every goroutine waiting on a rule and resets the
-// connections whose rule is now Reset. p.mu must be held.
+// connections whose rule is now Reset. Connections from a source that had
+// no name when they were accepted are named again first: a process may
+// connect before the test has learnt its pid. p.mu must be held.
 func (p *Proxy) changedLocked() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 	for c := range p.conns {
+		if c.source == "" && p.opts.Source != nil {
+			c.source = p.opts.Source(c.client)
+		}
 		if p.ruleLocked(c.source).Reset {
 			c.abort()
 		}
@@ -258,11 +274,12 @@ func (p *Proxy) ruleLocked(source string) Fault {
 	return p.def
 }
 
-// rule returns a source's rule and a channel closed when rules change.
-func (p *Proxy) rule(source string) (Fault, <-chan struct{}) {
+// rule returns a connection's rule and a channel closed when rules
+// change.
+func (p *Proxy) rule(c *conn) (Fault, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ruleLocked(source), p.changed
+	return p.ruleLocked(c.source), p.changed
 }
 
 // Close stops accepting, closes every connection and waits for the
@@ -311,7 +328,7 @@ func (p *Proxy) acceptLoop() {
 
 // conn is one forwarded connection.
 type conn struct {
-	source string
+	source string // guarded by Proxy.mu once the connection is listed
 	ctx    context.Context
 	cancel context.CancelFunc
 	client net.Conn
@@ -423,7 +440,7 @@ func (p *Proxy) handle(nc net.Conn) {
 // waitOpen waits until open(rule) holds; false if the connection ended.
 func (p *Proxy) waitOpen(c *conn, open func(Fault) bool) bool {
 	for {
-		f, changed := p.rule(c.source)
+		f, changed := p.rule(c)
 		if f.Reset {
 			c.abort()
 			return false
@@ -498,7 +515,7 @@ func (p *Proxy) write(c *conn, dst net.Conn, q <-chan chunk, way func(Fault) Way
 // connection ended.
 func (p *Proxy) hold(c *conn, ch chunk, way func(Fault) Way) bool {
 	for {
-		f, changed := p.rule(c.source)
+		f, changed := p.rule(c)
 		if f.Reset {
 			c.abort()
 			return false

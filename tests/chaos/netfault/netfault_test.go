@@ -265,6 +265,19 @@ func TestPerSource(t *testing.T) {
 	dial(t, unnamed.Addr()).must(t, "hi")
 	named.HealAll()
 	c.must(t, "hi")
+
+	// A connection made before its process was named is named when a
+	// rule changes.
+	late := NewProcesses()
+	p := startProxy(t, Options{Target: echo.ln.Addr().String(), Source: late.Source})
+	early := dial(t, p.Addr())
+	early.must(t, "hi")
+	late.Set("me", os.Getpid())
+	p.SetFor("me", Partition)
+	io.WriteString(early, "held\n")
+	early.quiet(t)
+	p.HealAll()
+	early.must(t, "held")
 }
 
 // Processes names this test's own connections by pid.

@@ -1,0 +1,289 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+
+	"github.com/cellardb/cellar/tests/chaos/netfault"
+)
+
+// netCell is a Chubby cell of "cellar chubby" processes whose ports are
+// all behind netfault proxies: each replica's Raft address in -peers is a
+// proxy in front of its -raft-listen port, and its client address is a
+// proxy in front of its -listen port. Every process of the cluster is
+// named in procs, so that a proxy can apply a fault to the connections of
+// one process only: a partition between two processes is a rule for the
+// one on the other's proxy. (A proxy per pair of processes cannot do for
+// Raft: see cell.Options.RaftListen.)
+type netCell struct {
+	t      *testing.T
+	bin    string
+	dir    string
+	procs  *netfault.Processes
+	raft   map[uint64]*netfault.Proxy
+	client map[uint64]*netfault.Proxy
+	real   map[uint64][2]string // the Raft and client ports behind the proxies
+	peers  string
+	lease  string
+	grace  string
+	cmds   map[uint64]*procReplica
+}
+
+type procReplica struct {
+	cmd *exec.Cmd
+	out *procReader
+}
+
+// startNetCell starts n replicas with the given lease and grace.
+func startNetCell(t *testing.T, bin string, n int, lease, grace string) *netCell {
+	t.Helper()
+	c := &netCell{t: t, bin: bin, dir: t.TempDir(), procs: netfault.NewProcesses(), raft: map[uint64]*netfault.Proxy{},
+		client: map[uint64]*netfault.Proxy{}, real: map[uint64][2]string{}, lease: lease, grace: grace, cmds: map[uint64]*procReplica{}}
+	// The test's own clients are one process too.
+	c.procs.Set("test", os.Getpid())
+	var peers []string
+	for id := uint64(1); id <= uint64(n); id++ {
+		raft, client := freeLoopbackPort(t), freeLoopbackPort(t)
+		c.real[id] = [2]string{raft, client}
+		c.raft[id] = startNetProxy(t, raft, c.procs)
+		c.client[id] = startNetProxy(t, client, c.procs)
+		peers = append(peers, fmt.Sprintf("%d=%s/%s", id, c.raft[id].Addr(), c.client[id].Addr()))
+	}
+	c.peers = strings.Join(peers, ",")
+	for id := uint64(1); id <= uint64(n); id++ {
+		c.start(id)
+	}
+	return c
+}
+
+// startNetProxy starts a proxy in front of target that names sources
+// with procs, and closes it when the test ends (after the processes,
+// which were started later).
+func startNetProxy(t *testing.T, target string, procs *netfault.Processes) *netfault.Proxy {
+	t.Helper()
+	p, err := netfault.Start(context.Background(), netfault.Options{Target: target, Source: procs.Source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+// replicaName is a replica's source name.
+func replicaName(id uint64) string { return fmt.Sprintf("chubby%d", id) }
+
+func (c *netCell) start(id uint64) {
+	c.t.Helper()
+	cmd, out, _ := startProcessLine(c.t, c.bin, "clients:", "chubby", "-id", fmt.Sprint(id), "-peers", c.peers,
+		"-listen", c.real[id][1], "-raft-listen", c.real[id][0], "-data", filepath.Join(c.dir, fmt.Sprint(id)),
+		"-lease", c.lease, "-grace", c.grace, "-rtt", "10ms")
+	c.procs.Set(replicaName(id), cmd.Process.Pid)
+	c.cmds[id] = &procReplica{cmd: cmd, out: out}
+}
+
+// addrs is the cell's client addresses (the proxies), for -chubby.
+func (c *netCell) addrs() string {
+	var a []string
+	for id := uint64(1); id <= uint64(len(c.client)); id++ {
+		a = append(a, c.client[id].Addr())
+	}
+	return strings.Join(a, ",")
+}
+
+// isolate applies f to every connection source makes to the cell's
+// client ports: source is cut off from the cell, and nobody else is.
+func (c *netCell) isolate(source string, f netfault.Fault) {
+	for _, p := range c.client {
+		p.SetFor(source, f)
+	}
+}
+
+// netServer is a tablet server whose data port is behind a proxy: its
+// -advertise address.
+type netServer struct {
+	*procServer
+	name  string
+	proxy *netfault.Proxy
+}
+
+// startNetServer starts tablet server name against the cell and the dfs
+// under dir, reached through a proxy, and adds it to pc.
+func startNetServer(t *testing.T, pc *procCluster, cell *netCell, name string) *netServer {
+	t.Helper()
+	listen := freeLoopbackPort(t)
+	proxy := startNetProxy(t, listen, cell.procs)
+	cmd, out, line := startProcessLine(t, pc.bin, "serving on", "tabletserver", "-id", name, "-listen", listen,
+		"-advertise", proxy.Addr(), "-chubby", cell.addrs(), "-dfs", filepath.Join(pc.dir, "dfs"))
+	cell.procs.Set(name, cmd.Process.Pid)
+	path := registeredAs(t, line)
+	s := &procServer{cmd: cmd, out: out, id: path[strings.LastIndex(path, "/")+1:], addr: proxy.Addr()}
+	pc.servers[s.id] = s
+	return &netServer{procServer: s, name: name, proxy: proxy}
+}
+
+// TestTabletServerPartitionedFromChubby cuts one tablet server off from
+// the Chubby cell only, through the proxies in front of the cell's client
+// ports, while 8 Bigtable API clients run the per-row register workload
+// (as TestRowRegisterLinearizableUnderTabletServerKill) through a gateway.
+// The server still reaches its clients and the dfs. It must stop serving
+// when its session lease runs out (fencing), before the master, which
+// sees its session expire, has the tablet loaded elsewhere; the rows stay
+// linearizable and no acknowledged write is lost. Once the partition
+// heals the server finds its file gone and exits; a new server started
+// under its name joins, and full service is back within the stated bound.
+func TestTabletServerPartitionedFromChubby(t *testing.T) {
+	const (
+		seed = 9
+		// The longest the clients may go without an acknowledgement:
+		// the lease (3s) runs out, the master's session expiry, the
+		// reassignment and the log recovery, with room for a loaded
+		// machine.
+		unavailabilityBound = 20 * time.Second
+		// From the heal to full service: the fenced server has exited,
+		// its successor serves, and every row answers.
+		recoveryBound = 30 * time.Second
+	)
+	t.Logf("seed %d", seed)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := buildCellar(t)
+	cell := startNetCell(t, bin, 1, "3s", "3s")
+	pc := &procCluster{t: t, bin: bin, dir: cell.dir, chubby: cell.addrs(), servers: map[string]*procServer{}}
+	status := freeLoopbackPort(t)
+	master, _, _ := startProcessLine(t, bin, "active master", "master", "-listen", status, "-rpc", freeLoopbackPort(t),
+		"-chubby", cell.addrs(), "-scan-interval", "100ms", "-dfs", filepath.Join(pc.dir, "dfs"))
+	cell.procs.Set("master", master.Process.Pid)
+	pc.masters = append(pc.masters, &procMaster{cmd: master, status: status})
+	servers := map[string]*netServer{}
+	for i := 1; i <= 3; i++ {
+		s := startNetServer(t, pc, cell, fmt.Sprintf("ts%d", i))
+		servers[s.id] = s
+	}
+	gw, _, line := startProcessLine(t, bin, "BIGTABLE_EMULATOR_HOST=", "gateway", "-chubby", cell.addrs(), "-pgwire=",
+		"-bigtable", "127.0.0.1:0", "-users", filepath.Join(pc.dir, "users.json"))
+	cell.procs.Set("gateway", gw.Process.Pid)
+	t.Setenv("BIGTABLE_EMULATOR_HOST", strings.Fields(line[strings.Index(line, "BIGTABLE_EMULATOR_HOST=")+len("BIGTABLE_EMULATOR_HOST="):])[0])
+	eventually(t, "the master to see the servers", func() bool { return len(pc.view(pc.masters[0])) == 3 })
+	pc.createTable(ctx, "reg", "")
+
+	rows := []string{"r0", "r1", "r2", "r3", "r4", "r5"}
+	load := startRegisterLoad(ctx, t, "reg", rows, 8, seed)
+	defer load.end()
+	time.Sleep(5 * time.Second)
+
+	victim := servers[pc.busiest(pc.masters[0], func(tables []string) bool { return slices.Contains(tables, "reg") }).id]
+	t.Logf("partition %s (%s) from the Chubby cell", victim.name, victim.id)
+	cut := time.Now()
+	cell.isolate(victim.name, netfault.Partition)
+	// The rule must have caught the server's live connections, also
+	// those made before its pid was known.
+	if open := cell.client[1].Open(); open[victim.name] == 0 {
+		t.Fatalf("the proxy sees no connection of %s to cut: %v", victim.name, open)
+	}
+	eventually(t, "the master to bury the cut-off server", func() bool {
+		_, ok := pc.view(pc.masters[0])[victim.id]
+		return !ok
+	})
+	buried := time.Now()
+	eventually(t, "the rows' tablet on another server", func() bool {
+		for id, tables := range pc.view(pc.masters[0]) {
+			if id != victim.id && slices.Contains(tables, "reg") {
+				return true
+			}
+		}
+		return false
+	})
+	acked := func() int { load.mu.Lock(); defer load.mu.Unlock(); return load.acked }
+	before := acked()
+	eventually(t, "acknowledgements from the new server", func() bool { return acked() > before+50 })
+
+	cell.isolate(victim.name, netfault.Heal)
+	healed := time.Now()
+	t.Logf("healed %v after the cut; the master buried the server after %v", healed.Sub(cut).Round(time.Millisecond), buried.Sub(cut).Round(time.Millisecond))
+	exited := make(chan []byte, 1)
+	go func() {
+		rest, _ := io.ReadAll(victim.out) // to its exit
+		victim.cmd.Wait()
+		exited <- rest
+	}()
+	select {
+	case <-exited:
+	case <-time.After(recoveryBound):
+		t.Fatalf("the fenced server did not exit within %v of the heal", recoveryBound)
+	}
+	delete(pc.servers, victim.id)
+	cell.procs.Remove(victim.cmd.Process.Pid)
+	// Serving intervals, from the servers' logs: the cut-off server
+	// stopped serving before the tablet was loaded elsewhere.
+	since := regexp.MustCompile(`msg="lost its lock; not serving" .*since=(\S+)`).FindSubmatch(victim.out.All())
+	if since == nil {
+		t.Fatalf("the cut-off server logged no end of serving")
+	}
+	var loadedAt string
+	for id, s := range pc.servers {
+		if id == victim.id {
+			continue
+		}
+		if m := regexp.MustCompile(`time=(\S+) level=INFO msg="loaded tablet" .* table=reg event="recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
+			loadedAt = string(m[1])
+		}
+	}
+	if loadedAt == "" || string(since[1]) >= loadedAt {
+		t.Fatalf("serving intervals overlap: the cut-off server served until %s, the tablet was loaded elsewhere at %q", since[1], loadedAt)
+	}
+	t.Logf("the cut-off server stopped serving at %s; the tablet was loaded elsewhere at %s", since[1], loadedAt)
+
+	// Full service: a new server under the victim's name joins and every
+	// row answers reads and writes.
+	startNetServer(t, pc, cell, victim.name)
+	eventually(t, "the master to see three servers again", func() bool { return len(pc.view(pc.masters[0])) == 3 })
+	client, err := bigtable.NewClient(ctx, "p", "i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, row := range rows {
+		rctx, rcancel := context.WithTimeout(ctx, recoveryBound)
+		_, err := client.Open("reg").ReadRow(rctx, row)
+		rcancel()
+		if err != nil {
+			t.Fatalf("row %s after the heal: %v", row, err)
+		}
+	}
+	if d := time.Since(healed); d > recoveryBound {
+		t.Fatalf("full service came back %v after the heal, more than %v", d, recoveryBound)
+	}
+	recovered := time.Since(healed)
+	time.Sleep(2 * time.Second)
+	load.end()
+
+	window, began := load.longestGap(cut)
+	res := load.check(t)
+	t.Logf("%d operations attempted, %d acknowledged, %d unknown; faults: 1 tablet server partitioned from Chubby for %v; "+
+		"linearizable: %v (no acknowledged write lost); unavailability %v from %v after the cut; full service %v after the heal",
+		load.attempted, load.acked, load.unknown, healed.Sub(cut).Round(time.Millisecond), res,
+		window.Round(time.Millisecond), began.Sub(cut).Round(time.Millisecond), recovered.Round(time.Millisecond))
+	if window > unavailabilityBound {
+		t.Fatalf("the rows were unavailable for %v, more than %v", window, unavailabilityBound)
+	}
+	if load.acked < 100 {
+		t.Fatalf("only %d operations were acknowledged", load.acked)
+	}
+}
