@@ -244,15 +244,14 @@ func checkEvents(t *testing.T, heard, listed []string) (lost []string, failovers
 // in a directory, in order, without gaps or duplicates, across the
 // failovers.
 func TestChubbyLeaderFaults(t *testing.T) {
+	seed := chaosSeed(t, 9)
 	const (
-		seed          = 9
 		failoverBound = 10 * time.Second // fault to a new master
 		// Ephemeral file gone after its session was cut: the lease and,
 		// across a failover, the grace the new master gives, plus the
 		// election.
 		expiryBound = 20 * time.Second
 	)
-	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

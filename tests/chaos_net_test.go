@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,23 @@ import (
 
 	"github.com/cellardb/cellar/tests/chaos/netfault"
 )
+
+// chaosSeed is the seed of a chaos test: $CELLAR_CHAOS_SEED if set (to
+// replay a run; make soak sets a new one each time), else def. It is
+// logged.
+func chaosSeed(t *testing.T, def uint64) uint64 {
+	t.Helper()
+	seed := def
+	if s := os.Getenv("CELLAR_CHAOS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CELLAR_CHAOS_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (CELLAR_CHAOS_SEED=%d replays it)", seed, seed)
+	return seed
+}
 
 // netCell is a Chubby cell of "cellar chubby" processes whose ports are
 // all behind netfault proxies: each replica's Raft address in -peers is a
@@ -68,11 +86,15 @@ func startNetCell(t *testing.T, bin string, n int, lease, grace string) *netCell
 }
 
 // startNetProxy starts a proxy in front of target that names sources
-// with procs, and closes it when the test ends (after the processes,
-// which were started later).
+// with procs (if not nil), and closes it when the test ends (after the
+// processes, which were started later).
 func startNetProxy(t *testing.T, target string, procs *netfault.Processes) *netfault.Proxy {
 	t.Helper()
-	p, err := netfault.Start(context.Background(), netfault.Options{Target: target, Source: procs.Source})
+	opts := netfault.Options{Target: target}
+	if procs != nil {
+		opts.Source = procs.Source
+	}
+	p, err := netfault.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +171,8 @@ func startNetServer(t *testing.T, pc *procCluster, cell *netCell, name string) *
 // heals the server finds its file gone and exits; a new server started
 // under its name joins, and full service is back within the stated bound.
 func TestTabletServerPartitionedFromChubby(t *testing.T) {
+	seed := chaosSeed(t, 9)
 	const (
-		seed = 9
 		// The longest the clients may go without an acknowledgement:
 		// the lease (3s) runs out, the master's session expiry, the
 		// reassignment and the log recovery, with room for a loaded
@@ -160,7 +182,6 @@ func TestTabletServerPartitionedFromChubby(t *testing.T) {
 		// its successor serves, and every row answers.
 		recoveryBound = 30 * time.Second
 	)
-	t.Logf("seed %d", seed)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := buildCellar(t)
