@@ -436,6 +436,13 @@ func TestChubbyLeaderFaults(t *testing.T) {
 		faulted := time.Now()
 		t.Logf("%s: master is replica %d", ph.name, l)
 		ph.apply(l, followers)
+		// The rules must have caught the replicas' live Raft connections,
+		// also those made before their pids were known.
+		for _, f := range followers {
+			if cell.raft[f].Open()[replicaName(l)] == 0 || cell.raft[l].Open()[replicaName(f)] == 0 {
+				t.Fatalf("%s: no Raft connection between replicas %d and %d to fault: %v, %v", ph.name, l, f, cell.raft[f].Open(), cell.raft[l].Open())
+			}
+		}
 		for _, p := range cutProxies {
 			p.Set(netfault.Partition)
 		}
