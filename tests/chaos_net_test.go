@@ -160,16 +160,19 @@ func startNetServer(t *testing.T, pc *procCluster, cell *netCell, name string) *
 	return &netServer{procServer: s, name: name, proxy: proxy}
 }
 
-// TestTabletServerPartitionedFromChubby cuts one tablet server off from
-// the Chubby cell only, through the proxies in front of the cell's client
-// ports, while 8 Bigtable API clients run the per-row register workload
-// (as TestRowRegisterLinearizableUnderTabletServerKill) through a gateway.
-// The server still reaches its clients and the dfs. It must stop serving
-// when its session lease runs out (fencing), before the master, which
-// sees its session expire, has the tablet loaded elsewhere; the rows stay
-// linearizable and no acknowledged write is lost. Once the partition
-// heals the server finds its file gone and exits; a new server started
-// under its name joins, and full service is back within the stated bound.
+// TestTabletServerPartitionedFromChubby cuts a tablet server off from the
+// Chubby cell only, through the proxy in front of the cell's client port,
+// while 8 Bigtable API clients run the per-row register workload (as
+// TestRowRegisterLinearizableUnderTabletServerKill) through a gateway. The
+// server still reaches its clients and the dfs. Three faults, each on the
+// server that serves the rows then: a partition, a reset of its
+// connections (new ones refused), and a one-way fault that loses the
+// cell's replies. Each time the server must stop serving when its session
+// lease runs out (fencing), before the master, which sees its session
+// expire, has the tablet loaded elsewhere; once the fault heals the server
+// finds its file gone and exits, a new server started under its name
+// joins, and full service is back within the stated bound. The rows stay
+// linearizable throughout, so no acknowledged write is lost.
 func TestTabletServerPartitionedFromChubby(t *testing.T) {
 	seed := chaosSeed(t, 9)
 	const (
@@ -209,101 +212,129 @@ func TestTabletServerPartitionedFromChubby(t *testing.T) {
 	defer load.end()
 	time.Sleep(5 * time.Second)
 
-	victim := servers[pc.busiest(pc.masters[0], func(tables []string) bool { return slices.Contains(tables, "reg") }).id]
-	t.Logf("partition %s (%s) from the Chubby cell", victim.name, victim.id)
-	cut := time.Now()
-	cell.isolate(victim.name, netfault.Partition)
-	// The rule must have caught the server's live connections, also
-	// those made before its pid was known.
-	if open := cell.client[1].Open(); open[victim.name] == 0 {
-		t.Fatalf("the proxy sees no connection of %s to cut: %v", victim.name, open)
+	faults := []struct {
+		name  string
+		fault netfault.Fault
+		// bound is the longest the rows may go without an
+		// acknowledgement after the cut.
+		bound time.Duration
+	}{
+		{"partition", netfault.Partition, unavailabilityBound},
+		{"reset (connections reset, new ones refused)", netfault.Reset, unavailabilityBound},
+		// The server's calls still reach the cell, but no answer comes
+		// back.
+		{"one-way (the cell's replies lost)", netfault.OneWay(true), unavailabilityBound},
 	}
-	eventually(t, "the master to bury the cut-off server", func() bool {
-		_, ok := pc.view(pc.masters[0])[victim.id]
-		return !ok
-	})
-	buried := time.Now()
-	eventually(t, "the rows' tablet on another server", func() bool {
-		for id, tables := range pc.view(pc.masters[0]) {
-			if id != victim.id && slices.Contains(tables, "reg") {
-				return true
-			}
-		}
-		return false
-	})
-	acked := func() int { load.mu.Lock(); defer load.mu.Unlock(); return load.acked }
-	before := acked()
-	eventually(t, "acknowledgements from the new server", func() bool { return acked() > before+50 })
-
-	cell.isolate(victim.name, netfault.Heal)
-	healed := time.Now()
-	t.Logf("healed %v after the cut; the master buried the server after %v", healed.Sub(cut).Round(time.Millisecond), buried.Sub(cut).Round(time.Millisecond))
-	exited := make(chan []byte, 1)
-	go func() {
-		rest, _ := io.ReadAll(victim.out) // to its exit
-		victim.cmd.Wait()
-		exited <- rest
-	}()
-	select {
-	case <-exited:
-	case <-time.After(recoveryBound):
-		t.Fatalf("the fenced server did not exit within %v of the heal", recoveryBound)
-	}
-	delete(pc.servers, victim.id)
-	cell.procs.Remove(victim.cmd.Process.Pid)
-	// Serving intervals, from the servers' logs: the cut-off server
-	// stopped serving before the tablet was loaded elsewhere.
-	since := regexp.MustCompile(`msg="lost its lock; not serving" .*since=(\S+)`).FindSubmatch(victim.out.All())
-	if since == nil {
-		t.Fatalf("the cut-off server logged no end of serving")
-	}
-	var loadedAt string
-	for id, s := range pc.servers {
-		if id == victim.id {
-			continue
-		}
-		if m := regexp.MustCompile(`time=(\S+) level=INFO msg="loaded tablet" .* table=reg event="recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
-			loadedAt = string(m[1])
-		}
-	}
-	if loadedAt == "" || string(since[1]) >= loadedAt {
-		t.Fatalf("serving intervals overlap: the cut-off server served until %s, the tablet was loaded elsewhere at %q", since[1], loadedAt)
-	}
-	t.Logf("the cut-off server stopped serving at %s; the tablet was loaded elsewhere at %s", since[1], loadedAt)
-
-	// Full service: a new server under the victim's name joins and every
-	// row answers reads and writes.
-	startNetServer(t, pc, cell, victim.name)
-	eventually(t, "the master to see three servers again", func() bool { return len(pc.view(pc.masters[0])) == 3 })
 	client, err := bigtable.NewClient(ctx, "p", "i")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	for _, row := range rows {
-		rctx, rcancel := context.WithTimeout(ctx, recoveryBound)
-		_, err := client.Open("reg").ReadRow(rctx, row)
-		rcancel()
-		if err != nil {
-			t.Fatalf("row %s after the heal: %v", row, err)
+	for _, f := range faults {
+		victim := servers[pc.busiest(pc.masters[0], func(tables []string) bool { return slices.Contains(tables, "reg") }).id]
+		t.Logf("%s: cut %s (%s) off from the Chubby cell", f.name, victim.name, victim.id)
+		// The rule must catch the server's live connections, also those
+		// made before its pid was known.
+		if open := cell.client[1].Open(); open[victim.name] == 0 {
+			t.Fatalf("the proxy sees no connection of %s to cut: %v", victim.name, open)
 		}
+		cut := time.Now()
+		cell.isolate(victim.name, f.fault)
+		bury := 30*time.Second + f.bound
+		deadline := time.Now().Add(bury)
+		for {
+			if _, ok := pc.view(pc.masters[0])[victim.id]; !ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the master did not bury the cut-off server within %v", f.name, bury)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		buried := time.Now()
+		eventually(t, "the rows' tablet on another server", func() bool {
+			for id, tables := range pc.view(pc.masters[0]) {
+				if id != victim.id && slices.Contains(tables, "reg") {
+					return true
+				}
+			}
+			return false
+		})
+		acked := func() int { load.mu.Lock(); defer load.mu.Unlock(); return load.acked }
+		before := acked()
+		eventually(t, "acknowledgements from the new server", func() bool { return acked() > before+50 })
+
+		cell.isolate(victim.name, netfault.Heal)
+		healed := time.Now()
+		exited := make(chan []byte, 1)
+		go func() {
+			rest, _ := io.ReadAll(victim.out) // to its exit
+			victim.cmd.Wait()
+			exited <- rest
+		}()
+		select {
+		case <-exited:
+		case <-time.After(recoveryBound):
+			t.Fatalf("%s: the fenced server did not exit within %v of the heal", f.name, recoveryBound)
+		}
+		delete(pc.servers, victim.id)
+		delete(servers, victim.id)
+		cell.procs.Remove(victim.cmd.Process.Pid)
+		// Serving intervals, from the servers' logs: the cut-off server
+		// stopped serving before the tablet was loaded elsewhere.
+		since := regexp.MustCompile(`msg="lost its lock; not serving" .*since=(\S+)`).FindSubmatch(victim.out.All())
+		if since == nil {
+			t.Fatalf("%s: the cut-off server logged no end of serving", f.name)
+		}
+		var loadedAt string
+		for _, s := range pc.servers {
+			if m := regexp.MustCompile(`time=(\S+) level=INFO msg="loaded tablet" .* table=reg event="recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
+				loadedAt = string(m[1])
+			}
+		}
+		if loadedAt == "" || string(since[1]) >= loadedAt {
+			t.Fatalf("%s: serving intervals overlap: the cut-off server served until %s, the tablet was loaded elsewhere at %q", f.name, since[1], loadedAt)
+		}
+
+		// Full service: a new server under the victim's name joins and
+		// every row answers.
+		successor := startNetServer(t, pc, cell, victim.name)
+		servers[successor.id] = successor
+		eventually(t, "the master to see three servers again", func() bool { return len(pc.view(pc.masters[0])) == 3 })
+		for _, row := range rows {
+			rctx, rcancel := context.WithTimeout(ctx, recoveryBound)
+			_, err := client.Open("reg").ReadRow(rctx, row)
+			rcancel()
+			if err != nil {
+				t.Fatalf("%s: row %s after the heal: %v", f.name, row, err)
+			}
+		}
+		recovered := time.Since(healed)
+		if recovered > recoveryBound {
+			t.Fatalf("%s: full service came back %v after the heal, more than %v", f.name, recovered, recoveryBound)
+		}
+		window, began := load.longestGap(cut, time.Now())
+		line := fmt.Sprintf("%s: healed after %v; buried after %v; stopped serving at %s, tablet loaded elsewhere at %s; unavailability %v from %v after the cut; full service %v after the heal",
+			f.name, healed.Sub(cut).Round(time.Millisecond), buried.Sub(cut).Round(time.Millisecond), since[1], loadedAt,
+			window.Round(time.Millisecond), began.Sub(cut).Round(time.Millisecond), recovered.Round(time.Millisecond))
+		t.Log(line)
+		if window > f.bound {
+			t.Fatalf("%s: the rows were unavailable for %v, more than %v", f.name, window, f.bound)
+		}
+		time.Sleep(2 * time.Second)
 	}
-	if d := time.Since(healed); d > recoveryBound {
-		t.Fatalf("full service came back %v after the heal, more than %v", d, recoveryBound)
-	}
-	recovered := time.Since(healed)
-	time.Sleep(2 * time.Second)
 	load.end()
 
-	window, began := load.longestGap(cut)
 	res := load.check(t)
-	t.Logf("%d operations attempted, %d acknowledged, %d unknown; faults: 1 tablet server partitioned from Chubby for %v; "+
-		"linearizable: %v (no acknowledged write lost); unavailability %v from %v after the cut; full service %v after the heal",
-		load.attempted, load.acked, load.unknown, healed.Sub(cut).Round(time.Millisecond), res,
-		window.Round(time.Millisecond), began.Sub(cut).Round(time.Millisecond), recovered.Round(time.Millisecond))
-	if window > unavailabilityBound {
-		t.Fatalf("the rows were unavailable for %v, more than %v", window, unavailabilityBound)
-	}
+	window, _ := load.longestGap(time.Time{}, time.Time{})
+	t.Logf("%d operations attempted, %d acknowledged, %d unknown; faults: %d (a tablet server cut off from Chubby: %s); linearizable: %v (no acknowledged write lost); longest unavailability %v",
+		load.attempted, load.acked, load.unknown, len(faults), strings.Join(func() []string {
+			var names []string
+			for _, f := range faults {
+				names = append(names, f.name)
+			}
+			return names
+		}(), ", "), res, window.Round(time.Millisecond))
 	if load.acked < 100 {
 		t.Fatalf("only %d operations were acknowledged", load.acked)
 	}

@@ -154,7 +154,7 @@ func TestRowRegisterLinearizableUnderTabletServerKill(t *testing.T) {
 			t.Fatalf("row %s after the recovery: %v", row, err)
 		}
 	}
-	window, _ := load.longestGap(time.Time{})
+	window, _ := load.longestGap(time.Time{}, time.Time{})
 	res := load.check(t)
 	t.Logf("%d operations attempted, %d acknowledged, %d unknown; one tablet server killed %v after the start; longest unavailability %v; linearizable: %v",
 		load.attempted, load.acked, load.unknown, killed.Sub(load.start).Round(time.Second), window.Round(time.Millisecond), res)
@@ -298,9 +298,9 @@ func (l *registerLoad) end() {
 }
 
 // longestGap is the longest stretch without an acknowledged operation
-// that ends after from (the zero time: any): the unavailability a fault
-// caused. It also returns when that stretch began.
-func (l *registerLoad) longestGap(from time.Time) (time.Duration, time.Time) {
+// that ends after from and by to (the zero time: no bound): the
+// unavailability a fault caused. It also returns when that stretch began.
+func (l *registerLoad) longestGap(from, to time.Time) (time.Duration, time.Time) {
 	l.mu.Lock()
 	var acks []int64
 	for _, op := range l.history {
@@ -312,12 +312,15 @@ func (l *registerLoad) longestGap(from time.Time) (time.Duration, time.Time) {
 	slices.Sort(acks)
 	var window time.Duration
 	var began time.Time
-	after := int64(0)
+	after, by := int64(0), int64(1<<62)
 	if !from.IsZero() {
 		after = from.Sub(l.start).Nanoseconds()
 	}
+	if !to.IsZero() {
+		by = to.Sub(l.start).Nanoseconds()
+	}
 	for i := 1; i < len(acks); i++ {
-		if d := time.Duration(acks[i] - acks[i-1]); d > window && acks[i] > after {
+		if d := time.Duration(acks[i] - acks[i-1]); d > window && acks[i] > after && acks[i] <= by {
 			window, began = d, l.start.Add(time.Duration(acks[i-1]))
 		}
 	}

@@ -243,6 +243,7 @@ func (p *Proxy) Accepted(source string) int {
 func (p *Proxy) Open() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.nameLocked()
 	out := map[string]int{}
 	for c := range p.conns {
 		out[c.source]++
@@ -250,17 +251,28 @@ func (p *Proxy) Open() map[string]int {
 	return out
 }
 
+// nameLocked names again the connections whose source had no name when
+// they were accepted: a process may connect before the test has learnt
+// its pid. p.mu must be held.
+func (p *Proxy) nameLocked() {
+	if p.opts.Source == nil {
+		return
+	}
+	for c := range p.conns {
+		if c.source == "" {
+			c.source = p.opts.Source(c.client)
+		}
+	}
+}
+
 // changedLocked wakes every goroutine waiting on a rule and resets the
-// connections whose rule is now Reset. Connections from a source that had
-// no name when they were accepted are named again first: a process may
-// connect before the test has learnt its pid. p.mu must be held.
+// connections whose rule is now Reset, once every connection has its
+// name. p.mu must be held.
 func (p *Proxy) changedLocked() {
 	close(p.changed)
 	p.changed = make(chan struct{})
+	p.nameLocked()
 	for c := range p.conns {
-		if c.source == "" && p.opts.Source != nil {
-			c.source = p.opts.Source(c.client)
-		}
 		if p.ruleLocked(c.source).Reset {
 			c.abort()
 		}
