@@ -338,7 +338,8 @@ func TestChubbyLeaderFaults(t *testing.T) {
 	defer wh.Close(ctx)
 	writer := newClient("writer", coordclient.Options{})
 	var wmu sync.Mutex
-	var created []time.Time // when each acknowledged create returned
+	var created []time.Time             // when each acknowledged create returned
+	createdAt := map[string]time.Time{} // the same, by child name
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -349,6 +350,7 @@ func TestChubbyLeaderFaults(t *testing.T) {
 			if err == nil {
 				wmu.Lock()
 				created = append(created, time.Now())
+				createdAt[fmt.Sprintf("%06d", i)] = created[len(created)-1]
 				wmu.Unlock()
 				h.Close(ctx)
 			}
@@ -392,6 +394,7 @@ func TestChubbyLeaderFaults(t *testing.T) {
 	eventually(t, "a master", func() bool { return cell.leader(ctx) != 0 })
 	pause()
 	var summary []string
+	var faultTimes []time.Time
 	for n, ph := range phases {
 		l := cell.leader(ctx)
 		if l == 0 {
@@ -434,6 +437,7 @@ func TestChubbyLeaderFaults(t *testing.T) {
 
 		before := progress()
 		faulted := time.Now()
+		faultTimes = append(faultTimes, faulted)
 		t.Logf("%s: master is replica %d", ph.name, l)
 		ph.apply(l, followers)
 		// The rules must have caught the replicas' live Raft connections,
@@ -531,7 +535,27 @@ func TestChubbyLeaderFaults(t *testing.T) {
 		// commands that committed on a master that lost its quorum
 		// before a KeepAlive reply carried them are gone with its memory
 		// (coord/cell keeps event queues in the master only).
-		t.Logf("LOST EVENTS: the watcher never heard of %d of %d children %v; each loss was warned of by a failover event", len(lost), len(listed), lost)
+		var when []string
+		for _, m := range lost {
+			at, ok := createdAt[m]
+			if !ok {
+				when = append(when, m+": create not acknowledged")
+				continue
+			}
+			// Relative to the fault before it.
+			var f time.Time
+			for _, ft := range faultTimes {
+				if ft.Before(at) {
+					f = ft
+				}
+			}
+			if f.IsZero() {
+				when = append(when, m+": acknowledged before any fault")
+			} else {
+				when = append(when, fmt.Sprintf("%s: acknowledged %v after a fault began", m, at.Sub(f).Round(time.Millisecond)))
+			}
+		}
+		t.Logf("LOST EVENTS: the watcher never heard of %d of %d children (%s); each loss was warned of by a failover event", len(lost), len(listed), strings.Join(when, "; "))
 	}
 	// The longest stretch without an acknowledged create.
 	var window time.Duration
