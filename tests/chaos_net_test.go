@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -55,19 +54,13 @@ type netCell struct {
 	peers  string
 	lease  string
 	grace  string
-	cmds   map[uint64]*procReplica
-}
-
-type procReplica struct {
-	cmd *exec.Cmd
-	out *procReader
 }
 
 // startNetCell starts n replicas with the given lease and grace.
 func startNetCell(t *testing.T, bin string, n int, lease, grace string) *netCell {
 	t.Helper()
 	c := &netCell{t: t, bin: bin, dir: t.TempDir(), procs: netfault.NewProcesses(), raft: map[uint64]*netfault.Proxy{},
-		client: map[uint64]*netfault.Proxy{}, real: map[uint64][2]string{}, lease: lease, grace: grace, cmds: map[uint64]*procReplica{}}
+		client: map[uint64]*netfault.Proxy{}, real: map[uint64][2]string{}, lease: lease, grace: grace}
 	// The test's own clients are one process too.
 	c.procs.Set("test", os.Getpid())
 	var peers []string
@@ -113,11 +106,10 @@ func replicaName(id uint64) string { return fmt.Sprintf("chubby%d", id) }
 
 func (c *netCell) start(id uint64) {
 	c.t.Helper()
-	cmd, out, _ := startProcessLine(c.t, c.bin, "clients:", "chubby", "-id", fmt.Sprint(id), "-peers", c.peers,
+	cmd, _, _ := startProcessLine(c.t, c.bin, "clients:", "chubby", "-id", fmt.Sprint(id), "-peers", c.peers,
 		"-listen", c.real[id][1], "-raft-listen", c.real[id][0], "-data", filepath.Join(c.dir, fmt.Sprint(id)),
 		"-lease", c.lease, "-grace", c.grace, "-rtt", "10ms")
 	c.procs.Set(replicaName(id), cmd.Process.Pid)
-	c.cmds[id] = &procReplica{cmd: cmd, out: out}
 }
 
 // addrs is the cell's client addresses (the proxies), for -chubby.
