@@ -31,6 +31,21 @@ type Options struct {
 	// ClientListen overrides the address the client server listens on
 	// (default Peers[ReplicaID].ClientAddr); ":0" picks a port.
 	ClientListen string
+	// RaftListen overrides the address the Raft transport listens on
+	// (default Peers[ReplicaID].RaftAddr), for a replica that its peers
+	// reach through a proxy or a NAT at its Raft address.
+	//
+	// Every replica must see every peer at the same Raft address: the
+	// addresses are part of the replicated membership (the bootstrap
+	// entries, snapshots), each message names its sender by its Raft
+	// address, and dragonboat's registry stops the process if a peer's
+	// address disagrees with the one it knows. So a per-pair view of the
+	// peers (replica 1 reaching 2 through one proxy, 3 reaching 2 through
+	// another) is unsound; a proxy is per destination, named as the
+	// destination's Raft address, with the replica listening behind it
+	// here. A replica keeps its Raft address for life (its data directory
+	// records it); its listening address may change.
+	RaftListen string
 
 	// RTT is the round trip between replicas; elections take ElectionRTT
 	// of them and heartbeats go every RTT.

@@ -145,6 +145,7 @@ func (r *Replica) Open(ctx context.Context) error {
 		WALDir:            filepath.Join(o.Dir, "wal"),
 		RTTMillisecond:    uint64(max(o.RTT/time.Millisecond, 1)),
 		RaftAddress:       self.RaftAddr,
+		ListenAddress:     o.RaftListen,
 		RaftEventListener: r,
 		// tan, dragonboat's own log store, commits with one write and one
 		// fsync per batch; its default (Pebble) adds a WAL pipeline.
@@ -242,11 +243,23 @@ func (r *Replica) leader() (uint64, bool) {
 	return id, ok && err == nil
 }
 
+// advertised returns the client address that clients and peers know this
+// replica by, its address in Peers. It may be a proxy's or a NAT's in
+// front of the one the replica listens on (ClientListen): naming the
+// listener's own address to clients would send them around the proxy.
+// Only a configured port 0 needs the listener's.
+func (r *Replica) advertised() string {
+	if a := r.opts.Peers[r.opts.ReplicaID].ClientAddr; !strings.HasSuffix(a, ":0") {
+		return a
+	}
+	return r.ClientAddr()
+}
+
 // masterAddr returns the client address of the current master, if known.
 func (r *Replica) masterAddr() string {
 	if id, ok := r.leader(); ok {
 		if id == r.opts.ReplicaID {
-			return r.ClientAddr()
+			return r.advertised()
 		}
 		return r.opts.Peers[id].ClientAddr
 	}

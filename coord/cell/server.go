@@ -78,7 +78,7 @@ func toStatus(ctx context.Context, r *Replica, err error) error {
 		ce = coord.Errorf(coord.Unknown, "%v", err)
 	}
 	if ce.Kind == coord.NotMaster {
-		if addr := r.masterAddr(); addr != "" && addr != r.ClientAddr() {
+		if addr := r.masterAddr(); addr != "" && addr != r.advertised() {
 			grpc.SetTrailer(ctx, metadata.Pairs(MasterKey, addr))
 		}
 	}
@@ -106,7 +106,7 @@ func (s *server) master() (*master, error) {
 func (s *server) FindMaster(ctx context.Context, _ *pb.FindMasterRequest) (*pb.FindMasterResponse, error) {
 	out := &pb.FindMasterResponse{Cell: s.r.opts.Cell}
 	if m := s.r.currentMaster(); m != nil {
-		out.Master, out.Epoch = s.r.ClientAddr(), m.epoch
+		out.Master, out.Epoch = s.r.advertised(), m.epoch
 		return out, nil
 	}
 	out.Master = s.r.masterAddr()

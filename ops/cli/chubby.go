@@ -30,6 +30,7 @@ func runChubby(args []string, env Env) int {
 	peersFlag := fs.String("peers", "", "every replica as id=raft-host:port/client-host:port, comma-separated")
 	data := fs.String("data", "", "directory of this replica's Raft log and snapshots (default ./cellar-data/chubby-<id>)")
 	listen := fs.String("listen", "", "address to serve clients on, if not the replica's client address in -peers")
+	raftListen := fs.String("raft-listen", "", "address the Raft transport listens on, if not the replica's Raft address in -peers (which its peers dial, perhaps through a proxy)")
 	secret := fs.String("secret", "", "shared secret every client must present")
 	secretFile := fs.String("secret-file", "", secretFileUsage)
 	lease := fs.Duration("lease", 12*time.Second, "session lease granted by each KeepAlive")
@@ -57,7 +58,7 @@ func runChubby(args []string, env Env) int {
 	if err != nil {
 		return fail(env, "chubby", err)
 	}
-	if code := badSettings(env, "chubby", checkAddr("listen", *listen, true), checkPositive("lease", *lease),
+	if code := badSettings(env, "chubby", checkAddr("listen", *listen, true), checkAddr("raft-listen", *raftListen, true), checkPositive("lease", *lease),
 		checkNotNegative("grace", int64(*grace)), checkPositive("rtt", *rtt)); code != 0 {
 		return code
 	}
@@ -72,7 +73,7 @@ func runChubby(args []string, env Env) int {
 	}
 	clock := &faults.Clock{}
 	r := cell.New(cell.Options{
-		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen,
+		Cell: *cellName, ReplicaID: *id, Peers: peers, Dir: *data, ClientListen: *listen, RaftListen: *raftListen,
 		Secret: *secret, Lease: *lease, Grace: *grace, RTT: *rtt, Clock: clock.Now,
 		Logger: log.With("role", "chubby"), KeepAlive: keepAliveHook(pm, *id),
 	})
@@ -95,7 +96,11 @@ func runChubby(args []string, env Env) int {
 		return fail(env, "chubby", err)
 	}
 	fmt.Fprintf(env.Stdout, "cellar chubby %s: replica %d of cell %q (%d replicas)\n", env.Version, *id, *cellName, len(peers))
-	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), peers[*id].RaftAddr, *data)
+	raftAt := peers[*id].RaftAddr
+	if *raftListen != "" {
+		raftAt += " (listening on " + *raftListen + ")"
+	}
+	fmt.Fprintf(env.Stdout, "  clients: %s\n  raft:    %s\n  data:    %s\n", r.ClientAddr(), raftAt, *data)
 	fmt.Fprintf(env.Stdout, "  http:    %s\n", web.url())
 	<-ctx.Done()
 	web.close(context.Background()) // no scrape reads a closing replica
