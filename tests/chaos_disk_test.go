@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,22 +25,6 @@ import (
 	"github.com/cellardb/cellar/kv/model"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
-
-// chaosSeed returns the seed of a chaos test: CELLAR_CHAOS_SEED if set
-// (to replay a failure), else a fresh one. The test prints it.
-func chaosSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := rand.Uint64()
-	if s := os.Getenv("CELLAR_CHAOS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CELLAR_CHAOS_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with CELLAR_CHAOS_SEED=%d)", seed, seed)
-	return seed
-}
 
 // httpOf reads, from a process's output after its ready line, the address
 // of its -http server.
@@ -296,7 +277,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitSta
 func TestChaosDiskFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	seed := chaosSeed(t)
+	seed := chaosSeed(t, 7)
 	c := startProcCluster(t, 0, 0)
 	statusAddr := freeLoopbackPort(t)
 	cmd, _ := startProcess(t, c.bin, "active master", "master", "-listen", statusAddr, "-rpc", freeLoopbackPort(t), "-chubby", c.chubby,
