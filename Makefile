@@ -55,7 +55,7 @@ soak:
 	$(GO) test -count=10 -timeout 60m -run 'TestKVClusterProcesses|TestFencingAfterSIGSTOP|TestTabletServerCrashRecovery|TestSplitsUnderLoad|TestFileGC' ./tests/
 	CELLAR_BT_DIFF_OPS=20000 $(GO) test -count=3 -timeout 60m -run 'TestBigtableAgainstBttest' ./tests/
 	$(GO) test -count=10 -timeout 60m -run 'TestRowRegisterLinearizableUnderTabletServerKill' ./tests/
-	for i in 1 2 3 4 5; do CELLAR_CHAOS_SEED=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') $(GO) test -count=1 -v -timeout 60m -run 'TestTabletServerPartitionedFromChubby|TestChubbyLeaderFaults' ./tests/ || exit 1; done
+	for i in 1 2 3 4 5; do CELLAR_CHAOS_SEED=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') $(GO) test -count=1 -v -timeout 60m -run 'TestTabletServerPartitionedFromChubby|TestChubbyLeaderFaults|TestChaosDiskFaults|TestChaosClockSkew' ./tests/ || exit 1; done
 	$(MAKE) fuzz
 
 fuzz:
