@@ -311,7 +311,7 @@ func randomCommand(r *rand.Rand, now int64) *pb.Command {
 		cmd.Op = &pb.Command_AckEvents{AckEvents: &pb.AckEvents{Acks: acks}}
 	case 12:
 		cmd.Session, cmd.RequestId = 0, 0
-		if r.Intn(5) == 0 {
+		if r.Intn(40) == 0 {
 			// Rarely: it queues an event for every session, and sessions
 			// the other commands never name pile up.
 			cmd.Op = &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}
@@ -381,11 +381,12 @@ func TestRandomDeterminismAndSnapshots(t *testing.T) {
 	if v, err := strconv.ParseInt(os.Getenv("CELLAR_FSM_SEEDS"), 10, 64); err == nil && v > 0 {
 		seeds = v // make soak runs more
 	}
+	overflows, epochs := 0, 0
 	for seed := int64(1); seed <= seeds; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		a, b := New(), New()
 		// A small bound on event queues, so that overflows happen too.
-		a.maxEvents, b.maxEvents = 8, 8
+		a.maxEvents, b.maxEvents = 3, 3
 		boot := &pb.Command{NowMs: 1, Op: &pb.Command_Bootstrap{Bootstrap: &pb.Bootstrap{Cell: "test", Key: testKey}}}
 		a.Apply(boot)
 		b.Apply(boot)
@@ -406,6 +407,14 @@ func TestRandomDeterminismAndSnapshots(t *testing.T) {
 			if !proto.Equal(ra, rb) {
 				t.Fatalf("seed %d step %d: results differ:\n%v\n%v", seed, i, ra, rb)
 			}
+			for _, d := range ra.Deliveries {
+				if d.Event.Type == pb.Event_EVENTS_LOST {
+					overflows++
+				}
+			}
+			if _, ok := cmd.Op.(*pb.Command_NewEpoch); ok {
+				epochs++
+			}
 			checkInvariants(t, a)
 			if r.Intn(50) == 0 {
 				data, err := proto.Marshal(b.Snapshot())
@@ -424,4 +433,9 @@ func TestRandomDeterminismAndSnapshots(t *testing.T) {
 			}
 		}
 	}
+	// The commands must reach what they are meant to cover.
+	if overflows == 0 || epochs == 0 {
+		t.Fatalf("%d event queue overflows and %d new epochs: the random commands no longer cover them", overflows, epochs)
+	}
+	t.Logf("%d event queue overflows, %d new epochs", overflows, epochs)
 }
