@@ -150,6 +150,10 @@ const (
 	EventHandleInvalid    EventType = 6
 	EventLockAcquired     EventType = 7
 	EventConflictingLock  EventType = 8
+	// EventEventsLost: the cell dropped events for this session because
+	// its queue overflowed while the client was out of touch; re-read what
+	// is watched. Events after it arrive as usual.
+	EventEventsLost EventType = 9
 	// The client library's own session events.
 	EventJeopardy       EventType = 100
 	EventSafe           EventType = 101
@@ -174,6 +178,8 @@ func (t EventType) String() string {
 		return "lock-acquired"
 	case EventConflictingLock:
 		return "conflicting-lock"
+	case EventEventsLost:
+		return "events-lost"
 	case EventJeopardy:
 		return "jeopardy"
 	case EventSafe:

@@ -37,4 +37,11 @@
 // extends a lease. A new master starts a new epoch, gives every session a
 // fresh lease plus the grace period, and sends each a MASTER_FAILOVER event
 // so that clients flush caches that may have missed an invalidation.
+//
+// Events are part of the replicated state: each session's are queued and
+// numbered there as commands apply, and whichever replica is master serves
+// them, so a failover loses none and a client hears each once, in order
+// (it drops numbers it has seen). Only a session's queue that overflows
+// while its client is out of touch loses events, and then says so with an
+// EVENTS_LOST event.
 package coord

@@ -156,11 +156,15 @@ func (l *lockLog) checkStale(ctx context.Context, t *testing.T, c *coordclient.C
 	return n
 }
 
-// failoverMark stands for a MASTER_FAILOVER event in an eventLog.
-const failoverMark = "<failover>"
+// failoverMark stands for a MASTER_FAILOVER event in an eventLog, and
+// eventsLostMark for an EVENTS_LOST one.
+const (
+	failoverMark   = "<failover>"
+	eventsLostMark = "<events-lost>"
+)
 
 // eventLog is what a watcher heard, in order: the names of children
-// added, and failoverMark for each failover event.
+// added, and a mark for each failover or events-lost event.
 type eventLog struct {
 	mu    sync.Mutex
 	heard []string
@@ -174,25 +178,30 @@ func (e *eventLog) add(ev coordclient.Event) {
 		e.heard = append(e.heard, path.Base(ev.Name))
 	case coord.EventMasterFailover:
 		e.heard = append(e.heard, failoverMark)
+	case coord.EventEventsLost:
+		e.heard = append(e.heard, eventsLostMark)
 	}
 }
 
 // checkEvents compares what a watcher heard with the children the
-// directory ended up with (sorted, named in creation order). The events
-// must come in order, each at most once, and nothing may be heard of that
-// was not created. A child not heard of is allowed only where the
-// watcher was told that events may have been lost: a failover event
-// between the heard children on either side of it, which is the Chubby
-// paper's contract (section 2.9: a new master's failover event warns
-// that other events may have been lost). It returns the children not
-// heard of, in order.
+// directory ended up with (sorted, named in creation order). Issue 9 asks
+// more than the Chubby paper, whose failover event only warns that events
+// may have been lost (section 2.9): every child must be heard of, exactly
+// once and in order, across failovers, and nothing that was not created.
+// The cell keeps events in its replicated state for that (coord/fsm), so
+// an EVENTS_LOST event, which says a session's queue overflowed, fails the
+// check too. It returns the children not heard of, in order, for the
+// caller to explain, and counts the failover events.
 func checkEvents(t *testing.T, heard, listed []string) (lost []string, failovers int) {
 	t.Helper()
 	var children []string
 	for _, h := range heard {
-		if h == failoverMark {
+		switch h {
+		case failoverMark:
 			failovers++
-		} else {
+		case eventsLostMark:
+			t.Errorf("the watcher was told that its events were lost (its queue overflowed)")
+		default:
 			children = append(children, h)
 		}
 	}
@@ -204,22 +213,6 @@ func checkEvents(t *testing.T, heard, listed []string) (lost []string, failovers
 	lost, extra := diffSorted(listed, children)
 	if len(extra) > 0 {
 		t.Fatalf("the watcher heard of children that do not exist: %v", extra)
-	}
-	for _, m := range lost {
-		// Where m's event would have been: after the last child heard of
-		// below m, before the first above it.
-		at := 0
-		for at < len(heard) && (heard[at] == failoverMark || heard[at] < m) {
-			at++
-		}
-		from := at
-		for from > 0 && !(heard[from-1] != failoverMark && heard[from-1] < m) {
-			from--
-		}
-		if !slices.Contains(heard[from:at], failoverMark) {
-			t.Fatalf("the watcher never heard of child %s, and no failover event warned of a loss there (heard around it: %v)",
-				m, heard[max(0, from-2):min(len(heard), at+2)])
-		}
 	}
 	return lost, failovers
 }
@@ -531,10 +524,6 @@ func TestChubbyLeaderFaults(t *testing.T) {
 	events.mu.Unlock()
 	lost, failovers := checkEvents(t, heard, listed)
 	if len(lost) > 0 {
-		// Within Chubby's contract, but not issue 9's: the events of
-		// commands that committed on a master that lost its quorum
-		// before a KeepAlive reply carried them are gone with its memory
-		// (coord/cell keeps event queues in the master only).
 		var when []string
 		for _, m := range lost {
 			at, ok := createdAt[m]
@@ -555,7 +544,7 @@ func TestChubbyLeaderFaults(t *testing.T) {
 				when = append(when, fmt.Sprintf("%s: acknowledged %v after a fault began", m, at.Sub(f).Round(time.Millisecond)))
 			}
 		}
-		t.Logf("LOST EVENTS: the watcher never heard of %d of %d children (%s); each loss was warned of by a failover event", len(lost), len(listed), strings.Join(when, "; "))
+		t.Errorf("LOST EVENTS: the watcher never heard of %d of %d children (%s)", len(lost), len(listed), strings.Join(when, "; "))
 	}
 	// The longest stretch without an acknowledged create.
 	var window time.Duration
@@ -565,7 +554,7 @@ func TestChubbyLeaderFaults(t *testing.T) {
 	locks.mu.Lock()
 	holds := len(locks.holds)
 	locks.mu.Unlock()
-	t.Logf("faults: %d on the master's Raft links; %d validated lock holds, never two at once; %d children created, %d heard of in order without duplicates, %d lost at failovers (%d failover events); longest stretch without a create %v",
+	t.Logf("faults: %d on the master's Raft links; %d validated lock holds, never two at once; %d children created, %d heard of in order without duplicates, %d lost (%d failover events); longest stretch without a create %v",
 		len(phases), holds, len(listed), len(listed)-len(lost), len(lost), failovers, window.Round(time.Millisecond))
 	if holds < 20 || len(listed) < 50 {
 		t.Fatalf("too little work: %d lock holds, %d children", holds, len(listed))

@@ -14,17 +14,18 @@ import (
 )
 
 // liveSession is the master's in-memory view of a session: its lease (on
-// this process's monotonic clock), what it must be told, and what it
-// caches.
+// this process's monotonic clock), the invalidations it must apply, and
+// how far it has acknowledged its events. The events themselves are in
+// the replicated state (coord/fsm), so that no failover loses one.
 type liveSession struct {
 	id       uint64
 	leaseEnd time.Time
 
-	events   []*pb.Event
-	eventSeq uint64
-	invals   []*pb.Invalidation
-	invalSeq uint64
-	acked    uint64 // invalidations applied by the client, up to this seq
+	ackedEvent   uint64 // the client has every event up to this seq
+	trimmedEvent uint64 // events up to this seq were dropped from the replicated queue
+	invals       []*pb.Invalidation
+	invalSeq     uint64
+	acked        uint64 // invalidations applied by the client, up to this seq
 
 	failoverSeq   uint64 // the seq of this epoch's failover event; 0 once acked
 	ackBelow      uint64
@@ -40,25 +41,20 @@ func (s *liveSession) poke() {
 	}
 }
 
-func (s *liveSession) push(e *pb.Event) {
-	s.eventSeq++
-	e.Seq = s.eventSeq
-	s.events = append(s.events, e)
-	s.poke()
-}
-
-// newLiveSession starts a session's bookkeeping on this master. Event and
-// invalidation sequence numbers start at the epoch in the high 32 bits, so
+// newLiveSession starts a session's bookkeeping on this master.
+// Invalidation sequence numbers start at the epoch in the high 32 bits, so
 // that they exceed every number an earlier master gave the session: the
 // client ignores numbers it has seen, and its acknowledgements of an older
-// master's numbers acknowledge nothing here.
+// master's numbers acknowledge nothing here. (Event numbers need no such
+// care: the replicated state gives them, the same on every master.)
 func (m *master) newLiveSession(id uint64, leaseEnd time.Time) *liveSession {
 	return &liveSession{id: id, leaseEnd: leaseEnd, wake: make(chan struct{}, 1),
-		eventSeq: m.epoch << 32, invalSeq: m.epoch << 32, acked: m.epoch << 32}
+		invalSeq: m.epoch << 32, acked: m.epoch << 32}
 }
 
 // master is the state a replica keeps while it is the cell's master. None
-// of it is replicated: a new master rebuilds it conservatively.
+// of it is replicated: a new master rebuilds it conservatively (sessions'
+// event queues, which must survive, live in the replicated state).
 type master struct {
 	r      *Replica
 	ctx    context.Context
@@ -134,11 +130,14 @@ func (m *master) takeOver() error {
 			return err
 		}
 	}
-	res, err := r.propose(ctx, &pb.Command{Op: &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}})
+	// NewEpoch queues a failover event for every session; its result
+	// lists them, which tells this master the sessions and the number of
+	// each one's failover event.
+	epochRes, err := r.propose(ctx, &pb.Command{Op: &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}})
 	if err != nil {
 		return err
 	}
-	m.epoch = res.Epoch
+	m.epoch = epochRes.Epoch
 	v, err = r.read(ctx, fsm.InfoQuery{})
 	if err != nil {
 		return err
@@ -153,26 +152,27 @@ func (m *master) takeOver() error {
 	if m.clockBase == 0 {
 		m.clockBase = r.opts.Clock().UnixMilli()
 	}
-	v, err = r.read(ctx, fsm.SessionsQuery{})
-	if err != nil {
-		return err
-	}
 	now := time.Now()
 	m.mu.Lock()
 	m.failoverAt = now
-	for _, id := range v.([]uint64) {
-		s := m.newLiveSession(id, now.Add(m.lease+r.opts.Grace))
-		s.push(&pb.Event{Type: pb.Event_MASTER_FAILOVER})
-		s.failoverSeq = s.eventSeq
-		m.sessions[id] = s
+	for _, d := range epochRes.Deliveries {
+		s := m.newLiveSession(d.Session, now.Add(m.lease+r.opts.Grace))
+		s.failoverSeq = d.Event.Seq
+		m.sessions[d.Session] = s
 	}
 	m.mu.Unlock()
 	return nil
 }
 
 // run does the master's periodic work until it steps down: it ends the
-// sessions whose lease lapsed.
+// sessions whose lease lapsed, and (in another goroutine) trims the
+// replicated event queues.
 func (m *master) run() {
+	// Not in m.wg: an Add here could race with stop's Wait. Both loops
+	// end when m.ctx does.
+	trimmed := make(chan struct{})
+	go func() { defer close(trimmed); m.trimEvents() }()
+	defer func() { <-trimmed }()
 	tick := time.NewTicker(min(m.lease/20, 250*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -206,6 +206,52 @@ func (m *master) run() {
 	}
 }
 
+// trimEvents proposes, every EventAckInterval, one AckEvents command with
+// the event acknowledgements that came in KeepAlives since the last, so
+// that the replicated queues hold only what clients have not yet seen. A
+// failed proposal is retried with the next batch; until then the events
+// stay queued, which costs only space (and a client dropping repeats).
+func (m *master) trimEvents() {
+	tick := time.NewTicker(m.r.opts.EventAckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var acks []*pb.EventAck
+		m.mu.Lock()
+		for _, s := range m.sessions {
+			if s.ackedEvent > s.trimmedEvent {
+				acks = append(acks, &pb.EventAck{Session: s.id, Seq: s.ackedEvent})
+			}
+		}
+		m.mu.Unlock()
+		if len(acks) == 0 {
+			continue
+		}
+		// Sorted, so that the log holds the same bytes whatever the map's order.
+		sort.Slice(acks, func(i, j int) bool { return acks[i].Session < acks[j].Session })
+		ctx, cancel := context.WithTimeout(m.ctx, m.r.opts.EventAckInterval*5)
+		_, err := m.propose(ctx, &pb.Command{Op: &pb.Command_AckEvents{AckEvents: &pb.AckEvents{Acks: acks}}})
+		cancel()
+		if err != nil {
+			if m.ctx.Err() == nil {
+				m.r.opts.Logger.Debug("trimming event queues failed", slog.String("cell", m.r.opts.Cell), slog.Any("err", err))
+			}
+			continue
+		}
+		m.mu.Lock()
+		for _, a := range acks {
+			if s := m.sessions[a.Session]; s != nil {
+				s.trimmedEvent = max(s.trimmedEvent, a.Seq)
+			}
+		}
+		m.mu.Unlock()
+	}
+}
+
 // session validates a session reference against the live sessions.
 func (m *master) session(ref *pb.SessionRef) (*liveSession, error) {
 	if ref == nil {
@@ -220,18 +266,28 @@ func (m *master) session(ref *pb.SessionRef) (*liveSession, error) {
 	return s, nil
 }
 
-// deliver routes the events a command produced.
-func (m *master) deliver(res *pb.Result) {
-	if res == nil || len(res.Deliveries) == 0 {
-		return
-	}
+// wake wakes the held KeepAlives of the sessions that applied commands
+// queued events for, whoever proposed the commands.
+func (m *master) wake(ds []*pb.Delivery) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, d := range res.Deliveries {
+	for _, d := range ds {
 		if s := m.sessions[d.Session]; s != nil {
-			s.push(d.Event)
+			s.poke()
 		}
 	}
+}
+
+// hasEvents tells whether the session has events queued after seq, from
+// this replica's state without a read index: it only decides whether a
+// KeepAlive is answered at once, and the answer itself reads after one.
+func (m *master) hasEvents(id, after uint64) bool {
+	v, err := m.r.nh.StaleRead(shardID, fsm.EventsQuery{Session: id, After: after})
+	if err != nil {
+		return false
+	}
+	ev, ok := v.(fsm.Events)
+	return ok && len(ev.Events) > 0
 }
 
 // createSession starts a session with a fresh lease.
@@ -260,7 +316,7 @@ func (m *master) endSession(ctx context.Context, id uint64, expired bool) error 
 	if err != nil {
 		return err
 	}
-	res, err := m.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: expired}}})
+	_, err = m.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: expired}}})
 	done()
 	if err != nil {
 		return err
@@ -272,7 +328,6 @@ func (m *master) endSession(ctx context.Context, id uint64, expired bool) error 
 	}
 	m.broadcast()
 	m.mu.Unlock()
-	m.deliver(res)
 	m.nodesMoved(paths...)
 	return nil
 }
@@ -448,11 +503,16 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	if err != nil {
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
 	}
+	// A wake-up left from before this call is stale: what it announced is
+	// either acknowledged or found by hasEvents below. Events applied
+	// after hasEvents looks poke again.
+	select {
+	case <-s.wake:
+	default:
+	}
 	m.mu.Lock()
 	s.lastKeepAlive = arrived
-	for len(s.events) > 0 && s.events[0].Seq <= req.AckedEventSeq {
-		s.events = s.events[1:]
-	}
+	s.ackedEvent = max(s.ackedEvent, req.AckedEventSeq)
 	if s.failoverSeq != 0 && req.AckedEventSeq >= s.failoverSeq {
 		s.failoverSeq = 0
 	}
@@ -461,10 +521,11 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	}
 	s.acked = max(s.acked, req.AckedInvalidationSeq)
 	s.ackBelow = max(s.ackBelow, req.RequestAckBelow)
-	news := len(s.events) > 0 || len(s.invals) > 0
+	news := len(s.invals) > 0
 	m.broadcast()
 	leaseEnd := s.leaseEnd
 	m.mu.Unlock()
+	news = news || m.hasEvents(s.id, req.AckedEventSeq)
 
 	// Hold the call until news arrives or the lease is about to run out,
 	// leaving the reply a quarter of the lease to reach the client (and
@@ -488,16 +549,21 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 		t.Stop()
 		held = time.Since(waitFrom)
 	}
-	// Only a leader that a quorum still follows may extend a lease.
-	if _, err := m.r.read(ctx, fsm.InfoQuery{}); err != nil {
+	// Only a leader that a quorum still follows may extend a lease; the
+	// same read index makes the events read here every event committed
+	// so far. Those after the client's acknowledgement go out, possibly
+	// again (an answer may be lost): the client drops numbers it has seen.
+	v, err := m.r.read(ctx, fsm.EventsQuery{Session: s.id, After: req.AckedEventSeq})
+	if err != nil {
 		return nil, err
 	}
+	events := v.(fsm.Events)
 	if m.ctx.Err() != nil {
 		return nil, coord.Errorf(coord.NotMaster, "master stepped down")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.sessions[s.id] != s || s.expiring {
+	if m.sessions[s.id] != s || s.expiring || !events.Found {
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
 	}
 	// The lease runs from now; the client learns how long the call was
@@ -505,11 +571,12 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	now := time.Now()
 	s.leaseEnd = now.Add(m.lease)
 	return &pb.KeepAliveResponse{LeaseMs: m.lease.Milliseconds(), HeldMs: now.Sub(arrived).Milliseconds(), Epoch: m.epoch,
-		Events: append([]*pb.Event(nil), s.events...), Invalidations: append([]*pb.Invalidation(nil), s.invals...)}, nil
+		Events: events.Events, Invalidations: append([]*pb.Invalidation(nil), s.invals...)}, nil
 }
 
 // mutate runs a command that changes the node at path: invalidate the
-// caches, commit, deliver the events, and wake lockers waiting on it.
+// caches, commit (which queues the events), and wake lockers waiting on
+// it.
 func (m *master) mutate(ctx context.Context, s *liveSession, path string, cmd *pb.Command) (*pb.Result, error) {
 	done, err := m.invalidate(ctx, s.id, path)
 	if err != nil {
@@ -524,7 +591,6 @@ func (m *master) mutate(ctx context.Context, s *liveSession, path string, cmd *p
 	m.mu.Unlock()
 	res, err := m.propose(ctx, cmd)
 	done()
-	m.deliver(res)
 	if mayFreeLock(cmd) {
 		m.nodesMoved(path)
 	}

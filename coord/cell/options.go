@@ -61,6 +61,11 @@ type Options struct {
 	RootACL coord.ACL
 	// SnapshotEntries is how many applied commands trigger a snapshot.
 	SnapshotEntries uint64
+	// EventAckInterval is how often the master commits the clients' event
+	// acknowledgements, dropping acknowledged events from the replicated
+	// queues (default 1s). Shorter keeps the queues smaller at the cost
+	// of more Raft proposals.
+	EventAckInterval time.Duration
 
 	// Clock is the replica's wall clock. Nothing that times leases or
 	// lock-delays reads it: leases run on Go's monotonic clock, and the
@@ -95,6 +100,9 @@ func (o Options) Defaults() Options {
 	}
 	if o.SnapshotEntries == 0 {
 		o.SnapshotEntries = 10000
+	}
+	if o.EventAckInterval == 0 {
+		o.EventAckInterval = time.Second
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

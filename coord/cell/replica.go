@@ -30,9 +30,13 @@ import (
 const shardID = 1
 
 // machine adapts the deterministic state machine to dragonboat.
-type machine struct{ st *fsm.State }
-
-func newMachine(uint64, uint64) sm.IStateMachine { return &machine{st: fsm.New()} }
+type machine struct {
+	st *fsm.State
+	// queued hears the events each applied command queued, to wake the
+	// sessions' KeepAlives. It runs on dragonboat's apply goroutine and
+	// must not block; it changes nothing replicated.
+	queued func([]*pb.Delivery)
+}
 
 var marshal = proto.MarshalOptions{Deterministic: true}
 
@@ -43,6 +47,9 @@ func (m *machine) Update(e sm.Entry) (sm.Result, error) {
 		res = &pb.Result{Code: int32(coord.InvalidArgument.Code()), Message: coord.Errorf(coord.InvalidArgument, "undecodable command: %v", err).StatusMessage()}
 	} else {
 		res = m.st.Apply(cmd)
+		if len(res.Deliveries) > 0 && m.queued != nil {
+			m.queued(res.Deliveries)
+		}
 	}
 	data, err := marshal.Marshal(res)
 	return sm.Result{Value: uint64(res.Code), Data: data}, err
@@ -166,6 +173,7 @@ func (r *Replica) Open(ctx context.Context) error {
 	for id, p := range o.Peers {
 		members[id] = p.RaftAddr
 	}
+	newMachine := func(uint64, uint64) sm.IStateMachine { return &machine{st: fsm.New(), queued: r.eventsQueued} }
 	err = nh.StartReplica(members, false, newMachine, config.Config{
 		ReplicaID:          o.ReplicaID,
 		ShardID:            shardID,
@@ -198,6 +206,15 @@ func (r *Replica) ID() uint64 { return r.opts.ReplicaID }
 
 // IsMaster reports whether this replica is the cell's master now.
 func (r *Replica) IsMaster() bool { return r.currentMaster() != nil }
+
+// eventsQueued wakes, on the master, the sessions that applied commands
+// queued events for. Commands applied before a master is ready need no
+// wake-up: every session's first KeepAlive there looks for events.
+func (r *Replica) eventsQueued(ds []*pb.Delivery) {
+	if m := r.currentMaster(); m != nil {
+		m.wake(ds)
+	}
+}
 
 func (r *Replica) currentMaster() *master {
 	r.mu.Lock()

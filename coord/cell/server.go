@@ -166,7 +166,6 @@ func (s *server) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenRespons
 	cmd.AckBelow = sess.ackBelow
 	m.mu.Unlock()
 	res, err := m.propose(ctx, cmd)
-	m.deliver(res)
 	if err != nil {
 		return nil, err
 	}

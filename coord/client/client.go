@@ -66,7 +66,9 @@ type Options struct {
 	Secret string
 	// Grace is how long the session survives in jeopardy.
 	Grace time.Duration
-	// OnEvent, if set, receives every event, one at a time, in order.
+	// OnEvent, if set, receives every event, one at a time, in order,
+	// each once, also across master failovers (the cell replicates its
+	// event queues).
 	OnEvent func(Event)
 	// Logger receives notable events of the library (nil: discarded).
 	Logger *slog.Logger

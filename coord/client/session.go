@@ -144,8 +144,9 @@ func (c *Client) answer(sent time.Time, resp *pb.KeepAliveResponse) {
 		if ev.Path != "" {
 			e.Name = coord.Name{Cell: c.opts.Cell, Path: ev.Path}.String()
 		}
-		if ev.Type == pb.Event_MASTER_FAILOVER {
-			// Invalidations may have been lost with the old master.
+		if ev.Type == pb.Event_MASTER_FAILOVER || ev.Type == pb.Event_EVENTS_LOST {
+			// Invalidations may have been lost with the old master; an
+			// EVENTS_LOST may stand for a failover event it replaced.
 			c.flushLocked()
 		}
 		if ev.Handle != 0 {

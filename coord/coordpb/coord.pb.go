@@ -140,6 +140,10 @@ const (
 	Event_HANDLE_INVALID    Event_Type = 6
 	Event_LOCK_ACQUIRED     Event_Type = 7
 	Event_CONFLICTING_LOCK  Event_Type = 8
+	// The session's queue of undelivered events overflowed while its
+	// client was away: earlier events were dropped, and the client must
+	// re-read what it watches. Later events follow as usual.
+	Event_EVENTS_LOST Event_Type = 9
 )
 
 // Enum value maps for Event_Type.
@@ -154,6 +158,7 @@ var (
 		6: "HANDLE_INVALID",
 		7: "LOCK_ACQUIRED",
 		8: "CONFLICTING_LOCK",
+		9: "EVENTS_LOST",
 	}
 	Event_Type_value = map[string]int32{
 		"UNKNOWN":           0,
@@ -165,6 +170,7 @@ var (
 		"HANDLE_INVALID":    6,
 		"LOCK_ACQUIRED":     7,
 		"CONFLICTING_LOCK":  8,
+		"EVENTS_LOST":       9,
 	}
 )
 
@@ -723,11 +729,14 @@ func (x *CreateSessionResponse) GetLeaseMs() int64 {
 }
 
 type Event struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          Event_Type             `protobuf:"varint,1,opt,name=type,proto3,enum=cellar.coord.v1.Event_Type" json:"type,omitempty"`
-	Handle        uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"` // the handle that subscribed (0 for MASTER_FAILOVER)
-	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`      // the node the event is about
-	Seq           uint64                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`       // per-session order
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Type   Event_Type             `protobuf:"varint,1,opt,name=type,proto3,enum=cellar.coord.v1.Event_Type" json:"type,omitempty"`
+	Handle uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"` // the handle that subscribed (0 for MASTER_FAILOVER and EVENTS_LOST)
+	Path   string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`      // the node the event is about
+	// Per-session order, assigned by the replicated state machine: 1, 2, 3…
+	// for the session's life, across failovers, so a number always names the
+	// same event.
+	Seq           uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2156,6 +2165,7 @@ type Command struct {
 	//	*Command_TryAcquire
 	//	*Command_Release
 	//	*Command_SetSequencer
+	//	*Command_AckEvents
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2334,6 +2344,15 @@ func (x *Command) GetSetSequencer() *SetSequencerRequest {
 	return nil
 }
 
+func (x *Command) GetAckEvents() *AckEvents {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AckEvents); ok {
+			return x.AckEvents
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -2386,6 +2405,10 @@ type Command_SetSequencer struct {
 	SetSequencer *SetSequencerRequest `protobuf:"bytes,21,opt,name=set_sequencer,json=setSequencer,proto3,oneof"`
 }
 
+type Command_AckEvents struct {
+	AckEvents *AckEvents `protobuf:"bytes,22,opt,name=ack_events,json=ackEvents,proto3,oneof"`
+}
+
 func (*Command_Bootstrap) isCommand_Op() {}
 
 func (*Command_NewEpoch) isCommand_Op() {}
@@ -2410,6 +2433,106 @@ func (*Command_Release) isCommand_Op() {}
 
 func (*Command_SetSequencer) isCommand_Op() {}
 
+func (*Command_AckEvents) isCommand_Op() {}
+
+// AckEvents drops from sessions' event queues the events their clients
+// acknowledged: each session's events up to and including seq.
+type AckEvents struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acks          []*EventAck            `protobuf:"bytes,1,rep,name=acks,proto3" json:"acks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckEvents) Reset() {
+	*x = AckEvents{}
+	mi := &file_coord_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckEvents) ProtoMessage() {}
+
+func (x *AckEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckEvents.ProtoReflect.Descriptor instead.
+func (*AckEvents) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AckEvents) GetAcks() []*EventAck {
+	if x != nil {
+		return x.Acks
+	}
+	return nil
+}
+
+type EventAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventAck) Reset() {
+	*x = EventAck{}
+	mi := &file_coord_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventAck) ProtoMessage() {}
+
+func (x *EventAck) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventAck.ProtoReflect.Descriptor instead.
+func (*EventAck) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *EventAck) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *EventAck) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type Bootstrap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cell          string                 `protobuf:"bytes,1,opt,name=cell,proto3" json:"cell,omitempty"`
@@ -2421,7 +2544,7 @@ type Bootstrap struct {
 
 func (x *Bootstrap) Reset() {
 	*x = Bootstrap{}
-	mi := &file_coord_proto_msgTypes[33]
+	mi := &file_coord_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2433,7 +2556,7 @@ func (x *Bootstrap) String() string {
 func (*Bootstrap) ProtoMessage() {}
 
 func (x *Bootstrap) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[33]
+	mi := &file_coord_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2446,7 +2569,7 @@ func (x *Bootstrap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bootstrap.ProtoReflect.Descriptor instead.
 func (*Bootstrap) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{33}
+	return file_coord_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Bootstrap) GetCell() string {
@@ -2478,7 +2601,7 @@ type NewEpoch struct {
 
 func (x *NewEpoch) Reset() {
 	*x = NewEpoch{}
-	mi := &file_coord_proto_msgTypes[34]
+	mi := &file_coord_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2613,7 @@ func (x *NewEpoch) String() string {
 func (*NewEpoch) ProtoMessage() {}
 
 func (x *NewEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[34]
+	mi := &file_coord_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2626,7 @@ func (x *NewEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewEpoch.ProtoReflect.Descriptor instead.
 func (*NewEpoch) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{34}
+	return file_coord_proto_rawDescGZIP(), []int{36}
 }
 
 type CreateSession struct {
@@ -2515,7 +2638,7 @@ type CreateSession struct {
 
 func (x *CreateSession) Reset() {
 	*x = CreateSession{}
-	mi := &file_coord_proto_msgTypes[35]
+	mi := &file_coord_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2650,7 @@ func (x *CreateSession) String() string {
 func (*CreateSession) ProtoMessage() {}
 
 func (x *CreateSession) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[35]
+	mi := &file_coord_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2663,7 @@ func (x *CreateSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSession.ProtoReflect.Descriptor instead.
 func (*CreateSession) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{35}
+	return file_coord_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateSession) GetPrincipal() string {
@@ -2560,7 +2683,7 @@ type EndSession struct {
 
 func (x *EndSession) Reset() {
 	*x = EndSession{}
-	mi := &file_coord_proto_msgTypes[36]
+	mi := &file_coord_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2695,7 @@ func (x *EndSession) String() string {
 func (*EndSession) ProtoMessage() {}
 
 func (x *EndSession) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[36]
+	mi := &file_coord_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2708,7 @@ func (x *EndSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSession.ProtoReflect.Descriptor instead.
 func (*EndSession) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{36}
+	return file_coord_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *EndSession) GetId() uint64 {
@@ -2621,7 +2744,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_coord_proto_msgTypes[37]
+	mi := &file_coord_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2633,7 +2756,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[37]
+	mi := &file_coord_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2646,7 +2769,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{37}
+	return file_coord_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Result) GetCode() int32 {
@@ -2730,7 +2853,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_coord_proto_msgTypes[38]
+	mi := &file_coord_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +2865,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[38]
+	mi := &file_coord_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +2878,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{38}
+	return file_coord_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Delivery) GetSession() uint64 {
@@ -2791,7 +2914,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_coord_proto_msgTypes[39]
+	mi := &file_coord_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2926,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[39]
+	mi := &file_coord_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2939,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{39}
+	return file_coord_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Snapshot) GetCell() string {
@@ -2903,7 +3026,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_coord_proto_msgTypes[40]
+	mi := &file_coord_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3038,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[40]
+	mi := &file_coord_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3051,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{40}
+	return file_coord_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Node) GetPath() string {
@@ -2978,13 +3101,15 @@ type Session struct {
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Principal     string                 `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
 	Results       []*RecordedResult      `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	Events        []*Event               `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`                      // queued, not yet acknowledged, in seq order
+	EventSeq      uint64                 `protobuf:"varint,5,opt,name=event_seq,json=eventSeq,proto3" json:"event_seq,omitempty"` // the last seq given to one of its events
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_coord_proto_msgTypes[41]
+	mi := &file_coord_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3121,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[41]
+	mi := &file_coord_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3134,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{41}
+	return file_coord_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Session) GetId() uint64 {
@@ -3033,6 +3158,20 @@ func (x *Session) GetResults() []*RecordedResult {
 	return nil
 }
 
+func (x *Session) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *Session) GetEventSeq() uint64 {
+	if x != nil {
+		return x.EventSeq
+	}
+	return 0
+}
+
 type RecordedResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RequestId     uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -3043,7 +3182,7 @@ type RecordedResult struct {
 
 func (x *RecordedResult) Reset() {
 	*x = RecordedResult{}
-	mi := &file_coord_proto_msgTypes[42]
+	mi := &file_coord_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3194,7 @@ func (x *RecordedResult) String() string {
 func (*RecordedResult) ProtoMessage() {}
 
 func (x *RecordedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[42]
+	mi := &file_coord_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3207,7 @@ func (x *RecordedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordedResult.ProtoReflect.Descriptor instead.
 func (*RecordedResult) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{42}
+	return file_coord_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RecordedResult) GetRequestId() uint64 {
@@ -3103,7 +3242,7 @@ type Handle struct {
 
 func (x *Handle) Reset() {
 	*x = Handle{}
-	mi := &file_coord_proto_msgTypes[43]
+	mi := &file_coord_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3254,7 @@ func (x *Handle) String() string {
 func (*Handle) ProtoMessage() {}
 
 func (x *Handle) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[43]
+	mi := &file_coord_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3267,7 @@ func (x *Handle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handle.ProtoReflect.Descriptor instead.
 func (*Handle) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{43}
+	return file_coord_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Handle) GetId() uint64 {
@@ -3242,12 +3381,12 @@ const file_coord_proto_rawDesc = "" +
 	"\x15CreateSessionResponse\x125\n" +
 	"\asession\x18\x01 \x01(\v2\x1b.cellar.coord.v1.SessionRefR\asession\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x19\n" +
-	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\"\xad\x02\n" +
+	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\"\xbe\x02\n" +
 	"\x05Event\x12/\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1b.cellar.coord.v1.Event.TypeR\x04type\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xb4\x01\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xc5\x01\n" +
 	"\x04Type\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x15\n" +
 	"\x11CONTENTS_MODIFIED\x10\x01\x12\x0f\n" +
@@ -3257,7 +3396,8 @@ const file_coord_proto_rawDesc = "" +
 	"\x0fMASTER_FAILOVER\x10\x05\x12\x12\n" +
 	"\x0eHANDLE_INVALID\x10\x06\x12\x11\n" +
 	"\rLOCK_ACQUIRED\x10\a\x12\x14\n" +
-	"\x10CONFLICTING_LOCK\x10\b\"\xd3\x01\n" +
+	"\x10CONFLICTING_LOCK\x10\b\x12\x0f\n" +
+	"\vEVENTS_LOST\x10\t\"\xd3\x01\n" +
 	"\x10KeepAliveRequest\x125\n" +
 	"\asession\x18\x01 \x01(\v2\x1b.cellar.coord.v1.SessionRefR\asession\x12&\n" +
 	"\x0facked_event_seq\x18\x02 \x01(\x04R\rackedEventSeq\x124\n" +
@@ -3355,7 +3495,7 @@ const file_coord_proto_rawDesc = "" +
 	"\tsequencer\x18\x01 \x01(\v2\x1a.cellar.coord.v1.SequencerR\tsequencer\"F\n" +
 	"\x16CheckSequencerResponse\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xf3\x06\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb0\a\n" +
 	"\aCommand\x12\x15\n" +
 	"\x06now_ms\x18\x01 \x01(\x03R\x05nowMs\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x12\x1d\n" +
@@ -3376,8 +3516,15 @@ const file_coord_proto_rawDesc = "" +
 	"\vtry_acquire\x18\x13 \x01(\v2\x1f.cellar.coord.v1.AcquireRequestH\x00R\n" +
 	"tryAcquire\x12:\n" +
 	"\arelease\x18\x14 \x01(\v2\x1e.cellar.coord.v1.HandleRequestH\x00R\arelease\x12K\n" +
-	"\rset_sequencer\x18\x15 \x01(\v2$.cellar.coord.v1.SetSequencerRequestH\x00R\fsetSequencerB\x04\n" +
-	"\x02op\"b\n" +
+	"\rset_sequencer\x18\x15 \x01(\v2$.cellar.coord.v1.SetSequencerRequestH\x00R\fsetSequencer\x12;\n" +
+	"\n" +
+	"ack_events\x18\x16 \x01(\v2\x1a.cellar.coord.v1.AckEventsH\x00R\tackEventsB\x04\n" +
+	"\x02op\":\n" +
+	"\tAckEvents\x12-\n" +
+	"\x04acks\x18\x01 \x03(\v2\x19.cellar.coord.v1.EventAckR\x04acks\"6\n" +
+	"\bEventAck\x12\x18\n" +
+	"\asession\x18\x01 \x01(\x04R\asession\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"b\n" +
 	"\tBootstrap\x12\x12\n" +
 	"\x04cell\x18\x01 \x01(\tR\x04cell\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12/\n" +
@@ -3426,11 +3573,13 @@ const file_coord_proto_rawDesc = "" +
 	"\tephemeral\x18\x03 \x01(\bR\tephemeral\x12\x1a\n" +
 	"\bcontents\x18\x04 \x01(\fR\bcontents\x12)\n" +
 	"\x04stat\x18\x05 \x01(\v2\x15.cellar.coord.v1.StatR\x04stat\x12-\n" +
-	"\x13lock_delay_until_ms\x18\x06 \x01(\x03R\x10lockDelayUntilMs\"r\n" +
+	"\x13lock_delay_until_ms\x18\x06 \x01(\x03R\x10lockDelayUntilMs\"\xbf\x01\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1c\n" +
 	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x129\n" +
-	"\aresults\x18\x03 \x03(\v2\x1f.cellar.coord.v1.RecordedResultR\aresults\"`\n" +
+	"\aresults\x18\x03 \x03(\v2\x1f.cellar.coord.v1.RecordedResultR\aresults\x12.\n" +
+	"\x06events\x18\x04 \x03(\v2\x16.cellar.coord.v1.EventR\x06events\x12\x1b\n" +
+	"\tevent_seq\x18\x05 \x01(\x04R\beventSeq\"`\n" +
 	"\x0eRecordedResult\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12/\n" +
@@ -3491,7 +3640,7 @@ func file_coord_proto_rawDescGZIP() []byte {
 }
 
 var file_coord_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_coord_proto_goTypes = []any{
 	(LockMode)(0),                  // 0: cellar.coord.v1.LockMode
 	(Mode)(0),                      // 1: cellar.coord.v1.Mode
@@ -3529,17 +3678,19 @@ var file_coord_proto_goTypes = []any{
 	(*CheckSequencerRequest)(nil),  // 33: cellar.coord.v1.CheckSequencerRequest
 	(*CheckSequencerResponse)(nil), // 34: cellar.coord.v1.CheckSequencerResponse
 	(*Command)(nil),                // 35: cellar.coord.v1.Command
-	(*Bootstrap)(nil),              // 36: cellar.coord.v1.Bootstrap
-	(*NewEpoch)(nil),               // 37: cellar.coord.v1.NewEpoch
-	(*CreateSession)(nil),          // 38: cellar.coord.v1.CreateSession
-	(*EndSession)(nil),             // 39: cellar.coord.v1.EndSession
-	(*Result)(nil),                 // 40: cellar.coord.v1.Result
-	(*Delivery)(nil),               // 41: cellar.coord.v1.Delivery
-	(*Snapshot)(nil),               // 42: cellar.coord.v1.Snapshot
-	(*Node)(nil),                   // 43: cellar.coord.v1.Node
-	(*Session)(nil),                // 44: cellar.coord.v1.Session
-	(*RecordedResult)(nil),         // 45: cellar.coord.v1.RecordedResult
-	(*Handle)(nil),                 // 46: cellar.coord.v1.Handle
+	(*AckEvents)(nil),              // 36: cellar.coord.v1.AckEvents
+	(*EventAck)(nil),               // 37: cellar.coord.v1.EventAck
+	(*Bootstrap)(nil),              // 38: cellar.coord.v1.Bootstrap
+	(*NewEpoch)(nil),               // 39: cellar.coord.v1.NewEpoch
+	(*CreateSession)(nil),          // 40: cellar.coord.v1.CreateSession
+	(*EndSession)(nil),             // 41: cellar.coord.v1.EndSession
+	(*Result)(nil),                 // 42: cellar.coord.v1.Result
+	(*Delivery)(nil),               // 43: cellar.coord.v1.Delivery
+	(*Snapshot)(nil),               // 44: cellar.coord.v1.Snapshot
+	(*Node)(nil),                   // 45: cellar.coord.v1.Node
+	(*Session)(nil),                // 46: cellar.coord.v1.Session
+	(*RecordedResult)(nil),         // 47: cellar.coord.v1.RecordedResult
+	(*Handle)(nil),                 // 48: cellar.coord.v1.Handle
 }
 var file_coord_proto_depIdxs = []int32{
 	6,  // 0: cellar.coord.v1.Stat.acl:type_name -> cellar.coord.v1.ACL
@@ -3576,10 +3727,10 @@ var file_coord_proto_depIdxs = []int32{
 	5,  // 31: cellar.coord.v1.SetSequencerRequest.handle:type_name -> cellar.coord.v1.HandleRef
 	31, // 32: cellar.coord.v1.SetSequencerRequest.sequencer:type_name -> cellar.coord.v1.Sequencer
 	31, // 33: cellar.coord.v1.CheckSequencerRequest.sequencer:type_name -> cellar.coord.v1.Sequencer
-	36, // 34: cellar.coord.v1.Command.bootstrap:type_name -> cellar.coord.v1.Bootstrap
-	37, // 35: cellar.coord.v1.Command.new_epoch:type_name -> cellar.coord.v1.NewEpoch
-	38, // 36: cellar.coord.v1.Command.create_session:type_name -> cellar.coord.v1.CreateSession
-	39, // 37: cellar.coord.v1.Command.end_session:type_name -> cellar.coord.v1.EndSession
+	38, // 34: cellar.coord.v1.Command.bootstrap:type_name -> cellar.coord.v1.Bootstrap
+	39, // 35: cellar.coord.v1.Command.new_epoch:type_name -> cellar.coord.v1.NewEpoch
+	40, // 36: cellar.coord.v1.Command.create_session:type_name -> cellar.coord.v1.CreateSession
+	41, // 37: cellar.coord.v1.Command.end_session:type_name -> cellar.coord.v1.EndSession
 	19, // 38: cellar.coord.v1.Command.open:type_name -> cellar.coord.v1.OpenRequest
 	21, // 39: cellar.coord.v1.Command.close:type_name -> cellar.coord.v1.HandleRequest
 	25, // 40: cellar.coord.v1.Command.set_contents:type_name -> cellar.coord.v1.SetContentsRequest
@@ -3588,58 +3739,61 @@ var file_coord_proto_depIdxs = []int32{
 	29, // 43: cellar.coord.v1.Command.try_acquire:type_name -> cellar.coord.v1.AcquireRequest
 	21, // 44: cellar.coord.v1.Command.release:type_name -> cellar.coord.v1.HandleRequest
 	32, // 45: cellar.coord.v1.Command.set_sequencer:type_name -> cellar.coord.v1.SetSequencerRequest
-	6,  // 46: cellar.coord.v1.Bootstrap.root_acl:type_name -> cellar.coord.v1.ACL
-	4,  // 47: cellar.coord.v1.Result.session:type_name -> cellar.coord.v1.SessionRef
-	20, // 48: cellar.coord.v1.Result.open:type_name -> cellar.coord.v1.OpenResponse
-	7,  // 49: cellar.coord.v1.Result.stat:type_name -> cellar.coord.v1.Stat
-	31, // 50: cellar.coord.v1.Result.sequencer:type_name -> cellar.coord.v1.Sequencer
-	41, // 51: cellar.coord.v1.Result.deliveries:type_name -> cellar.coord.v1.Delivery
-	12, // 52: cellar.coord.v1.Delivery.event:type_name -> cellar.coord.v1.Event
-	43, // 53: cellar.coord.v1.Snapshot.nodes:type_name -> cellar.coord.v1.Node
-	44, // 54: cellar.coord.v1.Snapshot.sessions:type_name -> cellar.coord.v1.Session
-	46, // 55: cellar.coord.v1.Snapshot.handles:type_name -> cellar.coord.v1.Handle
-	7,  // 56: cellar.coord.v1.Node.stat:type_name -> cellar.coord.v1.Stat
-	45, // 57: cellar.coord.v1.Session.results:type_name -> cellar.coord.v1.RecordedResult
-	40, // 58: cellar.coord.v1.RecordedResult.result:type_name -> cellar.coord.v1.Result
-	0,  // 59: cellar.coord.v1.Handle.held:type_name -> cellar.coord.v1.LockMode
-	31, // 60: cellar.coord.v1.Handle.sequencer:type_name -> cellar.coord.v1.Sequencer
-	8,  // 61: cellar.coord.v1.Chubby.FindMaster:input_type -> cellar.coord.v1.FindMasterRequest
-	10, // 62: cellar.coord.v1.Chubby.CreateSession:input_type -> cellar.coord.v1.CreateSessionRequest
-	13, // 63: cellar.coord.v1.Chubby.KeepAlive:input_type -> cellar.coord.v1.KeepAliveRequest
-	16, // 64: cellar.coord.v1.Chubby.CloseSession:input_type -> cellar.coord.v1.CloseSessionRequest
-	19, // 65: cellar.coord.v1.Chubby.Open:input_type -> cellar.coord.v1.OpenRequest
-	21, // 66: cellar.coord.v1.Chubby.Close:input_type -> cellar.coord.v1.HandleRequest
-	21, // 67: cellar.coord.v1.Chubby.GetContentsAndStat:input_type -> cellar.coord.v1.HandleRequest
-	21, // 68: cellar.coord.v1.Chubby.GetStat:input_type -> cellar.coord.v1.HandleRequest
-	21, // 69: cellar.coord.v1.Chubby.ReadDir:input_type -> cellar.coord.v1.HandleRequest
-	25, // 70: cellar.coord.v1.Chubby.SetContents:input_type -> cellar.coord.v1.SetContentsRequest
-	27, // 71: cellar.coord.v1.Chubby.SetACL:input_type -> cellar.coord.v1.SetACLRequest
-	21, // 72: cellar.coord.v1.Chubby.Delete:input_type -> cellar.coord.v1.HandleRequest
-	29, // 73: cellar.coord.v1.Chubby.Acquire:input_type -> cellar.coord.v1.AcquireRequest
-	21, // 74: cellar.coord.v1.Chubby.Release:input_type -> cellar.coord.v1.HandleRequest
-	32, // 75: cellar.coord.v1.Chubby.SetSequencer:input_type -> cellar.coord.v1.SetSequencerRequest
-	33, // 76: cellar.coord.v1.Chubby.CheckSequencer:input_type -> cellar.coord.v1.CheckSequencerRequest
-	9,  // 77: cellar.coord.v1.Chubby.FindMaster:output_type -> cellar.coord.v1.FindMasterResponse
-	11, // 78: cellar.coord.v1.Chubby.CreateSession:output_type -> cellar.coord.v1.CreateSessionResponse
-	15, // 79: cellar.coord.v1.Chubby.KeepAlive:output_type -> cellar.coord.v1.KeepAliveResponse
-	17, // 80: cellar.coord.v1.Chubby.CloseSession:output_type -> cellar.coord.v1.CloseSessionResponse
-	20, // 81: cellar.coord.v1.Chubby.Open:output_type -> cellar.coord.v1.OpenResponse
-	3,  // 82: cellar.coord.v1.Chubby.Close:output_type -> cellar.coord.v1.Empty
-	22, // 83: cellar.coord.v1.Chubby.GetContentsAndStat:output_type -> cellar.coord.v1.GetResponse
-	22, // 84: cellar.coord.v1.Chubby.GetStat:output_type -> cellar.coord.v1.GetResponse
-	24, // 85: cellar.coord.v1.Chubby.ReadDir:output_type -> cellar.coord.v1.ReadDirResponse
-	26, // 86: cellar.coord.v1.Chubby.SetContents:output_type -> cellar.coord.v1.SetContentsResponse
-	28, // 87: cellar.coord.v1.Chubby.SetACL:output_type -> cellar.coord.v1.SetACLResponse
-	3,  // 88: cellar.coord.v1.Chubby.Delete:output_type -> cellar.coord.v1.Empty
-	30, // 89: cellar.coord.v1.Chubby.Acquire:output_type -> cellar.coord.v1.AcquireResponse
-	3,  // 90: cellar.coord.v1.Chubby.Release:output_type -> cellar.coord.v1.Empty
-	3,  // 91: cellar.coord.v1.Chubby.SetSequencer:output_type -> cellar.coord.v1.Empty
-	34, // 92: cellar.coord.v1.Chubby.CheckSequencer:output_type -> cellar.coord.v1.CheckSequencerResponse
-	77, // [77:93] is the sub-list for method output_type
-	61, // [61:77] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	36, // 46: cellar.coord.v1.Command.ack_events:type_name -> cellar.coord.v1.AckEvents
+	37, // 47: cellar.coord.v1.AckEvents.acks:type_name -> cellar.coord.v1.EventAck
+	6,  // 48: cellar.coord.v1.Bootstrap.root_acl:type_name -> cellar.coord.v1.ACL
+	4,  // 49: cellar.coord.v1.Result.session:type_name -> cellar.coord.v1.SessionRef
+	20, // 50: cellar.coord.v1.Result.open:type_name -> cellar.coord.v1.OpenResponse
+	7,  // 51: cellar.coord.v1.Result.stat:type_name -> cellar.coord.v1.Stat
+	31, // 52: cellar.coord.v1.Result.sequencer:type_name -> cellar.coord.v1.Sequencer
+	43, // 53: cellar.coord.v1.Result.deliveries:type_name -> cellar.coord.v1.Delivery
+	12, // 54: cellar.coord.v1.Delivery.event:type_name -> cellar.coord.v1.Event
+	45, // 55: cellar.coord.v1.Snapshot.nodes:type_name -> cellar.coord.v1.Node
+	46, // 56: cellar.coord.v1.Snapshot.sessions:type_name -> cellar.coord.v1.Session
+	48, // 57: cellar.coord.v1.Snapshot.handles:type_name -> cellar.coord.v1.Handle
+	7,  // 58: cellar.coord.v1.Node.stat:type_name -> cellar.coord.v1.Stat
+	47, // 59: cellar.coord.v1.Session.results:type_name -> cellar.coord.v1.RecordedResult
+	12, // 60: cellar.coord.v1.Session.events:type_name -> cellar.coord.v1.Event
+	42, // 61: cellar.coord.v1.RecordedResult.result:type_name -> cellar.coord.v1.Result
+	0,  // 62: cellar.coord.v1.Handle.held:type_name -> cellar.coord.v1.LockMode
+	31, // 63: cellar.coord.v1.Handle.sequencer:type_name -> cellar.coord.v1.Sequencer
+	8,  // 64: cellar.coord.v1.Chubby.FindMaster:input_type -> cellar.coord.v1.FindMasterRequest
+	10, // 65: cellar.coord.v1.Chubby.CreateSession:input_type -> cellar.coord.v1.CreateSessionRequest
+	13, // 66: cellar.coord.v1.Chubby.KeepAlive:input_type -> cellar.coord.v1.KeepAliveRequest
+	16, // 67: cellar.coord.v1.Chubby.CloseSession:input_type -> cellar.coord.v1.CloseSessionRequest
+	19, // 68: cellar.coord.v1.Chubby.Open:input_type -> cellar.coord.v1.OpenRequest
+	21, // 69: cellar.coord.v1.Chubby.Close:input_type -> cellar.coord.v1.HandleRequest
+	21, // 70: cellar.coord.v1.Chubby.GetContentsAndStat:input_type -> cellar.coord.v1.HandleRequest
+	21, // 71: cellar.coord.v1.Chubby.GetStat:input_type -> cellar.coord.v1.HandleRequest
+	21, // 72: cellar.coord.v1.Chubby.ReadDir:input_type -> cellar.coord.v1.HandleRequest
+	25, // 73: cellar.coord.v1.Chubby.SetContents:input_type -> cellar.coord.v1.SetContentsRequest
+	27, // 74: cellar.coord.v1.Chubby.SetACL:input_type -> cellar.coord.v1.SetACLRequest
+	21, // 75: cellar.coord.v1.Chubby.Delete:input_type -> cellar.coord.v1.HandleRequest
+	29, // 76: cellar.coord.v1.Chubby.Acquire:input_type -> cellar.coord.v1.AcquireRequest
+	21, // 77: cellar.coord.v1.Chubby.Release:input_type -> cellar.coord.v1.HandleRequest
+	32, // 78: cellar.coord.v1.Chubby.SetSequencer:input_type -> cellar.coord.v1.SetSequencerRequest
+	33, // 79: cellar.coord.v1.Chubby.CheckSequencer:input_type -> cellar.coord.v1.CheckSequencerRequest
+	9,  // 80: cellar.coord.v1.Chubby.FindMaster:output_type -> cellar.coord.v1.FindMasterResponse
+	11, // 81: cellar.coord.v1.Chubby.CreateSession:output_type -> cellar.coord.v1.CreateSessionResponse
+	15, // 82: cellar.coord.v1.Chubby.KeepAlive:output_type -> cellar.coord.v1.KeepAliveResponse
+	17, // 83: cellar.coord.v1.Chubby.CloseSession:output_type -> cellar.coord.v1.CloseSessionResponse
+	20, // 84: cellar.coord.v1.Chubby.Open:output_type -> cellar.coord.v1.OpenResponse
+	3,  // 85: cellar.coord.v1.Chubby.Close:output_type -> cellar.coord.v1.Empty
+	22, // 86: cellar.coord.v1.Chubby.GetContentsAndStat:output_type -> cellar.coord.v1.GetResponse
+	22, // 87: cellar.coord.v1.Chubby.GetStat:output_type -> cellar.coord.v1.GetResponse
+	24, // 88: cellar.coord.v1.Chubby.ReadDir:output_type -> cellar.coord.v1.ReadDirResponse
+	26, // 89: cellar.coord.v1.Chubby.SetContents:output_type -> cellar.coord.v1.SetContentsResponse
+	28, // 90: cellar.coord.v1.Chubby.SetACL:output_type -> cellar.coord.v1.SetACLResponse
+	3,  // 91: cellar.coord.v1.Chubby.Delete:output_type -> cellar.coord.v1.Empty
+	30, // 92: cellar.coord.v1.Chubby.Acquire:output_type -> cellar.coord.v1.AcquireResponse
+	3,  // 93: cellar.coord.v1.Chubby.Release:output_type -> cellar.coord.v1.Empty
+	3,  // 94: cellar.coord.v1.Chubby.SetSequencer:output_type -> cellar.coord.v1.Empty
+	34, // 95: cellar.coord.v1.Chubby.CheckSequencer:output_type -> cellar.coord.v1.CheckSequencerResponse
+	80, // [80:96] is the sub-list for method output_type
+	64, // [64:80] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_coord_proto_init() }
@@ -3660,6 +3814,7 @@ func file_coord_proto_init() {
 		(*Command_TryAcquire)(nil),
 		(*Command_Release)(nil),
 		(*Command_SetSequencer)(nil),
+		(*Command_AckEvents)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3667,7 +3822,7 @@ func file_coord_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_coord_proto_rawDesc), len(file_coord_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -12,9 +12,16 @@
 // they live in the master's memory (coord/cell) and end in an EndSession
 // command.
 //
-// Apply returns, with each result, the events the change causes, addressed
-// to sessions; the master that proposed the command delivers them, so an
-// event always follows the change it reports.
+// Events are part of the replicated state. Applying a command appends the
+// events it causes to the queues of the sessions they are for, numbered
+// per session (1, 2, 3… for the session's life), and lists them in the
+// result too, so the master knows whom to wake. Whichever replica is
+// master then serves each session the events after the last number its
+// client acknowledged, read after a Raft read index; an AckEvents command
+// drops acknowledged events. So no master failover loses or reorders an
+// event, and a client that sees one twice knows it by its number. A queue
+// holds at most MaxPendingEvents: one that overflows (a client out of
+// touch while much changes) is replaced by a single EVENTS_LOST event.
 //
 // Commands that carry a session and a request id are idempotent: the
 // result of each is recorded and returned again if the same request is
@@ -54,6 +61,41 @@ type session struct {
 	principal string
 	handles   map[uint64]bool
 	results   map[uint64]*pb.Result
+	events    []*pb.Event // not yet acknowledged, in seq order
+	eventSeq  uint64      // the last seq given
+}
+
+// MaxPendingEvents bounds a session's queue of unacknowledged events. A
+// live client acknowledges within a KeepAlive round trip, so only one out
+// of touch for long (in jeopardy, or partitioned until its grace ends)
+// while its watched nodes change a lot reaches it; the queue then gives
+// way to one EVENTS_LOST event rather than growing the replicated state
+// without bound.
+const MaxPendingEvents = 1024
+
+// queue appends e to the session's queue, numbering it, and returns the
+// event as queued: e itself, or the EVENTS_LOST event that replaced a full
+// queue (and e with it).
+func (sess *session) queue(e *pb.Event, limit int) *pb.Event {
+	sess.eventSeq++
+	if len(sess.events) >= limit {
+		e = &pb.Event{Type: pb.Event_EVENTS_LOST}
+		sess.events = nil
+	}
+	e.Seq = sess.eventSeq
+	sess.events = append(sess.events, e)
+	return e
+}
+
+// ack drops the events up to and including seq.
+func (sess *session) ack(seq uint64) {
+	i := 0
+	for i < len(sess.events) && sess.events[i].Seq <= seq {
+		i++
+	}
+	if i > 0 {
+		sess.events = slices.Clone(sess.events[i:])
+	}
 }
 
 type handle struct {
@@ -81,12 +123,14 @@ type State struct {
 	nodes        map[string]*node
 	sessions     map[uint64]*session
 	handles      map[uint64]*handle
+	// maxEvents is MaxPendingEvents; tests lower it to reach the bound.
+	maxEvents int
 }
 
 // New returns an empty state; the first command must be a Bootstrap.
 func New() *State {
 	return &State{nodes: map[string]*node{}, sessions: map[uint64]*session{}, handles: map[uint64]*handle{},
-		nextSession: 1, nextHandle: 1, nextInstance: 1}
+		nextSession: 1, nextHandle: 1, nextInstance: 1, maxEvents: MaxPendingEvents}
 }
 
 func fail(k coord.Kind, format string, args ...any) *pb.Result {
@@ -128,12 +172,27 @@ func (s *State) Apply(cmd *pb.Command) *pb.Result {
 	}
 	r := s.apply(cmd)
 	r.Epoch = s.epoch
+	s.queueDeliveries(r.Deliveries)
 	if sess != nil && cmd.RequestId != 0 && s.sessions[sess.id] == sess {
 		rec := &pb.Result{Code: r.Code, Message: r.Message, Epoch: r.Epoch, Session: r.Session, Open: r.Open,
 			Stat: r.Stat, Acquired: r.Acquired, Sequencer: r.Sequencer, RetryAfterMs: r.RetryAfterMs}
 		sess.results[cmd.RequestId] = rec
 	}
 	return r
+}
+
+// queueDeliveries appends each delivery's event to its session's queue;
+// each delivery then names the event as queued, with its number. The
+// queue keeps its own copy, so that the result never aliases the state.
+func (s *State) queueDeliveries(ds []*pb.Delivery) {
+	for _, d := range ds {
+		sess := s.sessions[d.Session]
+		if sess == nil || d.Event == nil {
+			continue
+		}
+		q := sess.queue(&pb.Event{Type: d.Event.Type, Handle: d.Event.Handle, Path: d.Event.Path}, s.maxEvents)
+		d.Event = &pb.Event{Type: q.Type, Handle: q.Handle, Path: q.Path, Seq: q.Seq}
+	}
 }
 
 func (s *State) apply(cmd *pb.Command) *pb.Result {
@@ -148,6 +207,19 @@ func (s *State) apply(cmd *pb.Command) *pb.Result {
 		return &pb.Result{} // a second bootstrap is a no-op
 	case *pb.Command_NewEpoch:
 		s.epoch++
+		// Every session hears of the failover in its queue, in order with
+		// the events before and after it.
+		var d deliveries
+		for _, id := range sortedKeys(s.sessions) {
+			d = append(d, &pb.Delivery{Session: id, Event: &pb.Event{Type: pb.Event_MASTER_FAILOVER}})
+		}
+		return &pb.Result{Deliveries: d}
+	case *pb.Command_AckEvents:
+		for _, a := range op.AckEvents.Acks {
+			if sess := s.sessions[a.GetSession()]; sess != nil {
+				sess.ack(a.GetSeq())
+			}
+		}
 		return &pb.Result{}
 	case *pb.Command_CreateSession:
 		id := s.nextSession

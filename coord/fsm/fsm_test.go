@@ -279,7 +279,7 @@ func randomCommand(r *rand.Rand, now int64) *pb.Command {
 	if r.Intn(3) == 0 {
 		cmd.RequestId = uint64(1 + r.Intn(20))
 	}
-	switch r.Intn(11) {
+	switch r.Intn(13) {
 	case 0:
 		cmd.Op = &pb.Command_CreateSession{CreateSession: &pb.CreateSession{Principal: []string{"alice", "bob"}[r.Intn(2)]}}
 	case 1:
@@ -302,6 +302,27 @@ func randomCommand(r *rand.Rand, now int64) *pb.Command {
 		cmd.Op = &pb.Command_Release{Release: &pb.HandleRequest{Session: sref, Handle: href}}
 	case 10:
 		cmd.Op = &pb.Command_SetAcl{SetAcl: &pb.SetACLRequest{Session: sref, Handle: href, Acl: &pb.ACL{}}}
+	case 11:
+		var acks []*pb.EventAck
+		for range r.Intn(3) {
+			acks = append(acks, &pb.EventAck{Session: uint64(1 + r.Intn(4)), Seq: uint64(r.Intn(40))})
+		}
+		cmd.Session, cmd.RequestId = 0, 0 // as the master proposes it
+		cmd.Op = &pb.Command_AckEvents{AckEvents: &pb.AckEvents{Acks: acks}}
+	case 12:
+		cmd.Session, cmd.RequestId = 0, 0
+		if r.Intn(40) == 0 {
+			// Rarely: it queues an event for every session, and sessions
+			// the other commands never name pile up.
+			cmd.Op = &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}
+		} else {
+			// Acknowledge everything of a few sessions, of any number.
+			var acks []*pb.EventAck
+			for range 8 {
+				acks = append(acks, &pb.EventAck{Session: uint64(1 + r.Intn(200)), Seq: 1 << 20})
+			}
+			cmd.Op = &pb.Command_AckEvents{AckEvents: &pb.AckEvents{Acks: acks}}
+		}
 	}
 	return cmd
 }
@@ -340,6 +361,16 @@ func checkInvariants(t *testing.T, s *State) {
 			t.Fatalf("handle %d outlived session %d", id, h.session)
 		}
 	}
+	for id, sess := range s.sessions {
+		if len(sess.events) > s.maxEvents {
+			t.Fatalf("session %d queues %d events, more than %d", id, len(sess.events), s.maxEvents)
+		}
+		for i, e := range sess.events {
+			if e.Seq == 0 || e.Seq > sess.eventSeq || (i > 0 && e.Seq <= sess.events[i-1].Seq) {
+				t.Fatalf("session %d: event %d has seq %d (last given %d)", id, i, e.Seq, sess.eventSeq)
+			}
+		}
+	}
 }
 
 // TestRandomDeterminismAndSnapshots applies random commands to two states,
@@ -350,9 +381,12 @@ func TestRandomDeterminismAndSnapshots(t *testing.T) {
 	if v, err := strconv.ParseInt(os.Getenv("CELLAR_FSM_SEEDS"), 10, 64); err == nil && v > 0 {
 		seeds = v // make soak runs more
 	}
+	overflows, epochs := 0, 0
 	for seed := int64(1); seed <= seeds; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		a, b := New(), New()
+		// A small bound on event queues, so that overflows happen too.
+		a.maxEvents, b.maxEvents = 3, 3
 		boot := &pb.Command{NowMs: 1, Op: &pb.Command_Bootstrap{Bootstrap: &pb.Bootstrap{Cell: "test", Key: testKey}}}
 		a.Apply(boot)
 		b.Apply(boot)
@@ -373,6 +407,14 @@ func TestRandomDeterminismAndSnapshots(t *testing.T) {
 			if !proto.Equal(ra, rb) {
 				t.Fatalf("seed %d step %d: results differ:\n%v\n%v", seed, i, ra, rb)
 			}
+			for _, d := range ra.Deliveries {
+				if d.Event.Type == pb.Event_EVENTS_LOST {
+					overflows++
+				}
+			}
+			if _, ok := cmd.Op.(*pb.Command_NewEpoch); ok {
+				epochs++
+			}
 			checkInvariants(t, a)
 			if r.Intn(50) == 0 {
 				data, err := proto.Marshal(b.Snapshot())
@@ -384,10 +426,16 @@ func TestRandomDeterminismAndSnapshots(t *testing.T) {
 					t.Fatal(err)
 				}
 				b = Restore(snap)
+				b.maxEvents = a.maxEvents
 			}
 			if !proto.Equal(a.Snapshot(), b.Snapshot()) {
 				t.Fatalf("seed %d step %d: states differ after %v", seed, i, cmd)
 			}
 		}
 	}
+	// The commands must reach what they are meant to cover.
+	if overflows == 0 || epochs == 0 {
+		t.Fatalf("%d event queue overflows and %d new epochs: the random commands no longer cover them", overflows, epochs)
+	}
+	t.Logf("%d event queue overflows, %d new epochs", overflows, epochs)
 }

@@ -50,6 +50,8 @@ func FuzzCommands(f *testing.F) {
 // bootstrapped cell with three sessions.
 func applyCommands(t *testing.T, data []byte) {
 	a, b := New(), New()
+	// A small bound on event queues, so that inputs reach it.
+	a.maxEvents, b.maxEvents = 4, 4
 	setup := []*pb.Command{{NowMs: 1, Op: &pb.Command_Bootstrap{Bootstrap: &pb.Bootstrap{Cell: "test", Key: testKey}}}}
 	for range 3 {
 		setup = append(setup, &pb.Command{NowMs: 1, Op: &pb.Command_CreateSession{CreateSession: &pb.CreateSession{Principal: "alice"}}})
@@ -68,6 +70,7 @@ func applyCommands(t *testing.T, data []byte) {
 			t.Fatal(err)
 		}
 		b = Restore(restored)
+		b.maxEvents = a.maxEvents
 		if !proto.Equal(a.Snapshot(), b.Snapshot()) {
 			t.Fatalf("step %d: the states differ after a snapshot and restore", steps)
 		}

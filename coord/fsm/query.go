@@ -43,6 +43,18 @@ type SessionsQuery struct{}
 // node that ending the session can change.
 type SessionPathsQuery struct{ Session uint64 }
 
+// EventsQuery returns a session's queued events numbered above After.
+type EventsQuery struct {
+	Session uint64
+	After   uint64
+}
+
+// Events answers an EventsQuery. Found is false if the session has ended.
+type Events struct {
+	Events []*pb.Event
+	Found  bool
+}
+
 // InfoQuery returns the cell's name, key, epoch and clock.
 type InfoQuery struct{}
 
@@ -138,6 +150,18 @@ func (s *State) Lookup(q any) (any, error) {
 			if p := s.handles[id].path; !seen[p] {
 				seen[p] = true
 				out = append(out, p)
+			}
+		}
+		return out, nil
+	case EventsQuery:
+		sess := s.sessions[q.Session]
+		if sess == nil {
+			return Events{}, nil
+		}
+		out := Events{Found: true}
+		for _, e := range sess.events {
+			if e.Seq > q.After {
+				out.Events = append(out.Events, &pb.Event{Type: e.Type, Handle: e.Handle, Path: e.Path, Seq: e.Seq})
 			}
 		}
 		return out, nil

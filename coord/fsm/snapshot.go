@@ -24,7 +24,10 @@ func (s *State) Snapshot() *pb.Snapshot {
 	}
 	for _, id := range sortedKeys(s.sessions) {
 		sess := s.sessions[id]
-		ps := &pb.Session{Id: id, Principal: sess.principal}
+		ps := &pb.Session{Id: id, Principal: sess.principal, EventSeq: sess.eventSeq}
+		for _, e := range sess.events {
+			ps.Events = append(ps.Events, &pb.Event{Type: e.Type, Handle: e.Handle, Path: e.Path, Seq: e.Seq})
+		}
 		for _, rid := range sortedKeys(sess.results) {
 			ps.Results = append(ps.Results, &pb.RecordedResult{RequestId: rid, Result: sess.results[rid]})
 		}
@@ -61,7 +64,8 @@ func Restore(snap *pb.Snapshot) *State {
 		}
 	}
 	for _, ps := range snap.Sessions {
-		sess := &session{id: ps.Id, principal: ps.Principal, handles: map[uint64]bool{}, results: map[uint64]*pb.Result{}}
+		sess := &session{id: ps.Id, principal: ps.Principal, handles: map[uint64]bool{}, results: map[uint64]*pb.Result{},
+			events: ps.Events, eventSeq: ps.EventSeq}
 		for _, rr := range ps.Results {
 			sess.results[rr.RequestId] = rr.Result
 		}

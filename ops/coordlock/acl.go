@@ -143,7 +143,9 @@ func (w *ACLWatch) run(svc *Service, changed func(string)) {
 					table = ""
 				}
 				changed(table)
-			case coord.EventMasterFailover:
+			case coord.EventMasterFailover, coord.EventEventsLost:
+				// EVENTS_LOST: a queue overflow dropped events, so
+				// re-read every table's grants, as after a failover.
 				changed("")
 			case coord.EventSessionExpired:
 				if !once {
