@@ -102,8 +102,13 @@ type Options struct {
 	// ACLTTL bounds how long an ACL is cached (default 5 s); keep it
 	// within one Chubby lease so that a revoke takes effect within one.
 	ACLTTL time.Duration
-	// Now is the clock of the ACL cache (default time.Now).
+	// Now is the clock of the ACL cache and of the trust in sequencers
+	// (default time.Now).
 	Now func() time.Time
+	// Sequencers checks the master's sequencers with the lock service
+	// (fence.go). Without it, sequencers are only ordered: an older
+	// generation than one seen is refused, a newer one accepted.
+	Sequencers SequencerChecker
 }
 
 func (o Options) withDefaults() Options {
@@ -158,13 +163,14 @@ type Server struct {
 	wg     sync.WaitGroup
 	grpc   *grpc.Server
 	acls   *aclCache // nil: no ACLs
+	fence  *fence
 }
 
 type heldLock struct{ Lock }
 
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
-	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen), acls: newACLCache(opts)}
+	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen), acls: newACLCache(opts), fence: newFence(opts)}
 	if opts.Catalog != nil {
 		opts.Catalog.srv.Store(s)
 	}
