@@ -18,7 +18,8 @@ import (
 // call — a "zombie" — may send the call after a new master took the
 // master lock over. So the master sends its lock's sequencer on its admin
 // calls (load, unload, split, merge, compact, create, drop, schema,
-// partition) and on its METADATA mutations, and the server checks it:
+// partition, and the file list its file GC deletes by) and on its
+// METADATA mutations, and the server checks it:
 //
 //   - a sequencer older than the newest one this server has seen for the
 //     same lock is refused at once;
@@ -113,7 +114,7 @@ func (f *fence) check(ctx context.Context, seq client.Sequencer) error {
 	if f.checker != nil {
 		if err := f.checker.CheckSequencer(ctx, seq); err != nil {
 			if errors.Is(err, ErrStaleSequencer) {
-				return status.Errorf(codes.FailedPrecondition, "refused: the sequencer of %s, generation %d, is stale: %v", seq.Path, seq.Generation, err)
+				return status.Errorf(codes.FailedPrecondition, "refused: the sequencer of %s, generation %d: %v", seq.Path, seq.Generation, err)
 			}
 			return status.Errorf(codes.Unavailable, "check the sequencer of %s, generation %d, with the lock service: %v", seq.Path, seq.Generation, err)
 		}

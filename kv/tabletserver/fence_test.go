@@ -173,6 +173,10 @@ func TestFenceSequencers(t *testing.T) {
 			_, err := ts.cli.UpdateSchema(ctx, &pb.UpdateSchemaRequest{Table: "t", Schema: []byte(`{"families":[{"name":"f"}]}`)})
 			return err
 		}},
+		{"ListFiles", func(ctx context.Context) error {
+			_, err := ts.cli.ListFiles(ctx, &pb.ListFilesRequest{})
+			return err
+		}},
 		{"PartitionLog", func(ctx context.Context) error {
 			_, err := ts.cli.PartitionLog(ctx, &pb.PartitionLogRequest{Server: "dead"})
 			return err

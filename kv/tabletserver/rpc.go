@@ -976,9 +976,14 @@ func (s *Server) stillServing() error {
 	return nil
 }
 
-// ListFiles lists the SSTables the server uses, for the master's GC.
+// ListFiles lists the SSTables the server uses, for the master's GC. It
+// is fenced like the admin calls although it reads only: the master
+// deletes files on its answer, and a master that lost its lock must not.
 func (s *Server) ListFiles(ctx context.Context, _ *pb.ListFilesRequest) (*pb.ListFilesResponse, error) {
 	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := s.fenceAdmin(ctx, "ListFiles"); err != nil {
 		return nil, err
 	}
 	return &pb.ListFilesResponse{Paths: s.opts.Store.FilesInUse()}, nil

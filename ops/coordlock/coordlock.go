@@ -470,8 +470,9 @@ func (s *Session) takeAndDelete(ctx context.Context, c *client.Client, path stri
 func (s *Session) CheckSequencer(ctx context.Context, seq kvclient.Sequencer) error {
 	cs := coord.Sequencer{Path: seq.Path, Mode: coord.Exclusive, LockGeneration: seq.Generation, Instance: seq.Instance}
 	err := s.do(ctx, func(c *client.Client) error { return c.CheckSequencer(ctx, cs) })
-	if errors.Is(err, coord.ErrStaleSequencer) {
-		return fmt.Errorf("%w: %v", tabletserver.ErrStaleSequencer, err)
+	var ce *coord.Error
+	if errors.As(err, &ce) && ce.Kind == coord.StaleSequencer {
+		return fmt.Errorf("%w: %s", tabletserver.ErrStaleSequencer, ce.Msg)
 	}
 	return err
 }
