@@ -67,6 +67,7 @@ var ErrStaleSequencer = errors.New("stale sequencer")
 // fence keeps the newest sequencer seen for each lock.
 type fence struct {
 	checker SequencerChecker // nil: sequencers are only ordered
+	timeout time.Duration    // of one check
 	now     func() time.Time
 
 	mu     sync.Mutex
@@ -84,7 +85,7 @@ func newFence(o Options) *fence {
 	if now == nil {
 		now = time.Now
 	}
-	return &fence{checker: o.Sequencers, now: now, newest: map[string]fenceEntry{}}
+	return &fence{checker: o.Sequencers, timeout: o.SequencerCheckTimeout, now: now, newest: map[string]fenceEntry{}}
 }
 
 // seen returns a sequencer this server has accepted, if any.
@@ -112,7 +113,10 @@ func (f *fence) check(ctx context.Context, seq client.Sequencer) error {
 	}
 	start := f.now()
 	if f.checker != nil {
-		if err := f.checker.CheckSequencer(ctx, seq); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, f.timeout)
+		err := f.checker.CheckSequencer(cctx, seq)
+		cancel()
+		if err != nil {
 			if errors.Is(err, ErrStaleSequencer) {
 				return status.Errorf(codes.FailedPrecondition, "refused: the sequencer of %s, generation %d: %v", seq.Path, seq.Generation, err)
 			}

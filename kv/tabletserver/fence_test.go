@@ -24,10 +24,18 @@ type fakeChecker struct {
 	mu      sync.Mutex
 	current uint64
 	down    bool // the lock service does not answer
+	hang    bool // the lock service is cut off: a check waits for its context
 	calls   int
 }
 
-func (c *fakeChecker) CheckSequencer(_ context.Context, seq client.Sequencer) error {
+func (c *fakeChecker) CheckSequencer(ctx context.Context, seq client.Sequencer) error {
+	c.mu.Lock()
+	hang := c.hang
+	c.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
@@ -97,7 +105,9 @@ func refused(t *testing.T, what string, err error, want ...string) {
 func TestFenceSequencers(t *testing.T) {
 	checker := &fakeChecker{current: 5}
 	clock := &fakeClock{t: time.Unix(1000, 0)}
-	ts := startServer(t, func(o *Options) { o.Sequencers, o.Now = checker, clock.now })
+	ts := startServer(t, func(o *Options) {
+		o.Sequencers, o.Now, o.SequencerCheckTimeout = checker, clock.now, 50*time.Millisecond
+	})
 	drop := func(ctx context.Context) error {
 		_, err := ts.cli.DropTable(ctx, &pb.DropTableRequest{Table: "none"})
 		return err
@@ -197,6 +207,14 @@ func TestFenceSequencers(t *testing.T) {
 	checker.set(8, true)
 	if err := drop(withSeq(8)); code(err) != codes.Unavailable {
 		t.Fatalf("generation 8 with the lock service away: %v", err)
+	}
+	// A lock service that cannot be reached: the check gives up after
+	// SequencerCheckTimeout instead of holding the master's call.
+	checker.mu.Lock()
+	checker.hang = true
+	checker.mu.Unlock()
+	if err := drop(withSeq(8)); code(err) != codes.Unavailable {
+		t.Fatalf("generation 8 with the lock service cut off: %v", err)
 	}
 	// A malformed sequencer is an invalid argument.
 	bad := metadata.AppendToOutgoingContext(context.Background(), client.SequencerKey, "seq:x")

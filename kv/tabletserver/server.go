@@ -109,6 +109,11 @@ type Options struct {
 	// (fence.go). Without it, sequencers are only ordered: an older
 	// generation than one seen is refused, a newer one accepted.
 	Sequencers SequencerChecker
+	// SequencerCheckTimeout bounds one check with the lock service
+	// (default 2 s). A server cut off from the cell must answer the
+	// master's call Unavailable soon rather than hold it: the master
+	// scans and assigns from one loop, which would stall.
+	SequencerCheckTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -123,6 +128,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OnFatal == nil {
 		o.OnFatal = func(error) {}
+	}
+	if o.SequencerCheckTimeout == 0 {
+		o.SequencerCheckTimeout = 2 * time.Second
 	}
 	if o.Rand == nil {
 		o.Rand = newLockedRand().Float64
@@ -141,6 +149,8 @@ func (o Options) Validate() error {
 		return errors.New("tabletserver: a store and a lock service are required")
 	case o.ACLTTL < 0:
 		return fmt.Errorf("tabletserver: ACLTTL %v is negative", o.ACLTTL)
+	case o.SequencerCheckTimeout < 0:
+		return fmt.Errorf("tabletserver: SequencerCheckTimeout %v is negative", o.SequencerCheckTimeout)
 	case o.Catalog != nil && (o.Meta == nil || o.Root == nil || o.FS == nil):
 		return errors.New("tabletserver: a store in shared mode needs a METADATA client, a root writer and the shared file system")
 	}
@@ -170,7 +180,8 @@ type heldLock struct{ Lock }
 
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
-	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen), acls: newACLCache(opts), fence: newFence(opts)}
+	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen), acls: newACLCache(opts)}
+	s.fence = newFence(s.opts)
 	if opts.Catalog != nil {
 		opts.Catalog.srv.Store(s)
 	}
