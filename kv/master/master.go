@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -65,6 +66,16 @@ type Lock interface {
 	Held() bool
 	Lost() <-chan struct{}
 	Release(ctx context.Context) error
+}
+
+// SequencedLock is a Lock that has a sequencer. The master sends it on
+// its admin calls to the tablet servers and its METADATA mutations, which
+// the servers refuse once the lock has moved on to a newer master
+// (kv/tabletserver's fence.go): a master paused past its lease cannot act
+// after it wakes. A Lock without one (tests, benchmarks) sends none.
+type SequencedLock interface {
+	Lock
+	Sequencer() (client.Sequencer, error)
 }
 
 // File is a file in the servers directory.
@@ -169,6 +180,9 @@ type Server struct {
 type Master struct {
 	opts Options
 
+	// seq is the master lock's sequencer, set once by Open; nil: none.
+	seq atomic.Pointer[client.Sequencer]
+
 	mu      sync.Mutex
 	lock    Lock
 	servers map[string]*Server
@@ -211,10 +225,22 @@ func (m *Master) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("master: take %s/master: %w", m.opts.Dir, err)
 	}
+	if sl, ok := l.(SequencedLock); ok {
+		seq, err := sl.Sequencer()
+		if err != nil {
+			l.Release(ctx)
+			return fmt.Errorf("master: the sequencer of %s/master: %w", m.opts.Dir, err)
+		}
+		m.seq.Store(&seq)
+	}
 	m.mu.Lock()
 	m.lock = l
 	m.mu.Unlock()
-	m.event(EventMaster, slog.LevelInfo, "master active", slog.String("addr", m.opts.Addr))
+	seq := "none"
+	if p := m.seq.Load(); p != nil {
+		seq = p.String()
+	}
+	m.event(EventMaster, slog.LevelInfo, "master active", slog.String("addr", m.opts.Addr), slog.String("sequencer", seq))
 	// Scan once before Open returns, so that the master starts from what
 	// the servers serve (the paper's start-up steps 1 and 2).
 	m.scan(ctx)
@@ -353,7 +379,7 @@ func (m *Master) stub(addr string) (pb.TabletServerClient, error) {
 	cc := m.conns[addr]
 	if cc == nil {
 		var err error
-		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, client.AuthDialOptions(m.opts.Secret)...)
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, m.dialOptions()...)
 		cc, err = grpc.NewClient("passthrough:///"+addr, opts...)
 		if err != nil {
 			return nil, err
@@ -361,6 +387,20 @@ func (m *Master) stub(addr string) (pb.TabletServerClient, error) {
 		m.conns[addr] = cc
 	}
 	return pb.NewTabletServerClient(cc), nil
+}
+
+// dialOptions are the options of the master's connections to the tablet
+// servers: the cluster's secret and the master lock's sequencer.
+func (m *Master) dialOptions() []grpc.DialOption {
+	return append(client.AuthDialOptions(m.opts.Secret), client.SequencerDialOptions(m.sequencer)...)
+}
+
+// sequencer returns the master lock's sequencer, if the lock has one.
+func (m *Master) sequencer() (client.Sequencer, bool) {
+	if p := m.seq.Load(); p != nil {
+		return *p, true
+	}
+	return client.Sequencer{}, false
 }
 
 func (m *Master) listTablets(ctx context.Context, addr string) (*pb.ListTabletsResponse, error) {

@@ -464,7 +464,7 @@ func (c *compaction) one(ctx context.Context, i int) error {
 	}
 	c.mu.Unlock()
 	if err != nil {
-		if s, ok := status.FromError(err); ok && s.Code() == codes.FailedPrecondition {
+		if s, ok := status.FromError(err); ok && s.Code() == codes.FailedPrecondition && strings.HasPrefix(s.Message(), "not serving") {
 			return status.Errorf(codes.Aborted, "tablet %d of %q on %s moved or split during the compaction (%s); run the compaction again",
 				l.tablet.Id, l.tablet.Table, l.server.ID, s.Message())
 		}

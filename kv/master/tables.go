@@ -47,7 +47,7 @@ func (m *Master) kv() *client.Client {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.client == nil {
-		m.client = client.New(client.Options{Root: rootReader{m}, Secret: m.opts.Secret})
+		m.client = client.New(client.Options{Root: rootReader{m}, Secret: m.opts.Secret, DialOptions: client.SequencerDialOptions(m.sequencer)})
 	}
 	return m.client
 }

@@ -28,6 +28,9 @@ func (s *Server) SplitTablet(ctx context.Context, req *pb.SplitTabletRequest) (*
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceAdmin(ctx, "SplitTablet"); err != nil {
+		return nil, err
+	}
 	t, err := s.servedTablet(req.Table, req.Id)
 	if err != nil {
 		return nil, err
@@ -55,6 +58,9 @@ func (s *Server) SplitTablet(ctx context.Context, req *pb.SplitTabletRequest) (*
 // CompactTablet runs a major compaction of a tablet and waits for it.
 func (s *Server) CompactTablet(ctx context.Context, req *pb.CompactTabletRequest) (*pb.CompactTabletResponse, error) {
 	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := s.fenceAdmin(ctx, "CompactTablet"); err != nil {
 		return nil, err
 	}
 	t, err := s.servedTablet(req.Table, req.Id)

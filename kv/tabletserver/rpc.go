@@ -541,6 +541,9 @@ func (s *Server) MutateRow(ctx context.Context, req *pb.MutateRowRequest) (*pb.M
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceMeta(ctx, "MutateRow", req.Table); err != nil {
+		return nil, err
+	}
 	if err := checkRow(req.Table, req.Row); err != nil {
 		return nil, err
 	}
@@ -570,6 +573,9 @@ func (s *Server) MutateRows(ctx context.Context, req *pb.MutateRowsRequest) (*pb
 	}
 	if req.Table == "" {
 		return nil, invalid("no table name")
+	}
+	if err := s.fenceMeta(ctx, "MutateRows", req.Table); err != nil {
+		return nil, err
 	}
 	out := &pb.MutateRowsResponse{Statuses: make([]*pb.Status, len(req.Entries))}
 	setStatus := func(i int, err error) {
@@ -616,6 +622,9 @@ func (s *Server) ReadModifyWrite(ctx context.Context, req *pb.ReadModifyWriteReq
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceMeta(ctx, "ReadModifyWrite", req.Table); err != nil {
+		return nil, err
+	}
 	if err := checkRow(req.Table, req.Row); err != nil {
 		return nil, err
 	}
@@ -658,6 +667,9 @@ func (s *Server) ReadModifyWrite(ctx context.Context, req *pb.ReadModifyWriteReq
 // whether the predicate leaves any cell of the row, atomically.
 func (s *Server) CheckAndMutate(ctx context.Context, req *pb.CheckAndMutateRequest) (*pb.CheckAndMutateResponse, error) {
 	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := s.fenceMeta(ctx, "CheckAndMutate", req.Table); err != nil {
 		return nil, err
 	}
 	if err := checkRow(req.Table, req.Row); err != nil {
@@ -784,6 +796,9 @@ func (s *Server) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceAdmin(ctx, "CreateTable"); err != nil {
+		return nil, err
+	}
 	if req.Table == "" {
 		return nil, invalid("no table name")
 	}
@@ -816,6 +831,9 @@ func (s *Server) LoadTablet(ctx context.Context, req *pb.LoadTabletRequest) (*pb
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceAdmin(ctx, "LoadTablet"); err != nil {
+		return nil, err
+	}
 	var schema model.Schema
 	if err := json.Unmarshal(req.Schema, &schema); err != nil {
 		return nil, invalid("schema: %v", err)
@@ -846,6 +864,9 @@ func (s *Server) UnloadTablet(ctx context.Context, req *pb.UnloadTabletRequest) 
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceAdmin(ctx, "UnloadTablet"); err != nil {
+		return nil, err
+	}
 	t, err := s.opts.Store.Tablet(req.Id)
 	if err != nil || t.Table() != req.Table {
 		return nil, notServing("tablet %d of %q is not served by %s", req.Id, req.Table, s.opts.ID)
@@ -860,6 +881,9 @@ func (s *Server) UnloadTablet(ctx context.Context, req *pb.UnloadTabletRequest) 
 // PartitionLog splits a dead server's log by tablet, once.
 func (s *Server) PartitionLog(ctx context.Context, req *pb.PartitionLogRequest) (*pb.PartitionLogResponse, error) {
 	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := s.fenceAdmin(ctx, "PartitionLog"); err != nil {
 		return nil, err
 	}
 	if s.opts.FS == nil {
@@ -892,6 +916,9 @@ func (s *Server) MergeTablets(ctx context.Context, req *pb.MergeTabletsRequest) 
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceAdmin(ctx, "MergeTablets"); err != nil {
+		return nil, err
+	}
 	for _, id := range []uint64{req.A, req.B} {
 		if t, err := s.opts.Store.Tablet(id); err != nil || t.Table() != req.Table {
 			return nil, notServing("tablet %d of %q is not served by %s", id, req.Table, s.opts.ID)
@@ -910,6 +937,9 @@ func (s *Server) DropTable(ctx context.Context, req *pb.DropTableRequest) (*pb.D
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
+	if err := s.fenceAdmin(ctx, "DropTable"); err != nil {
+		return nil, err
+	}
 	if err := s.opts.Store.DropTable(ctx, req.Table); err != nil && !errors.Is(err, model.ErrNotFound) {
 		return nil, toStatus(err)
 	}
@@ -919,6 +949,9 @@ func (s *Server) DropTable(ctx context.Context, req *pb.DropTableRequest) (*pb.D
 // UpdateSchema applies a table's new schema to the tablets served here.
 func (s *Server) UpdateSchema(ctx context.Context, req *pb.UpdateSchemaRequest) (*pb.UpdateSchemaResponse, error) {
 	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := s.fenceAdmin(ctx, "UpdateSchema"); err != nil {
 		return nil, err
 	}
 	var schema model.Schema
@@ -943,9 +976,14 @@ func (s *Server) stillServing() error {
 	return nil
 }
 
-// ListFiles lists the SSTables the server uses, for the master's GC.
+// ListFiles lists the SSTables the server uses, for the master's GC. It
+// is fenced like the admin calls although it reads only: the master
+// deletes files on its answer, and a master that lost its lock must not.
 func (s *Server) ListFiles(ctx context.Context, _ *pb.ListFilesRequest) (*pb.ListFilesResponse, error) {
 	if err := s.serving(); err != nil {
+		return nil, err
+	}
+	if err := s.fenceAdmin(ctx, "ListFiles"); err != nil {
 		return nil, err
 	}
 	return &pb.ListFilesResponse{Paths: s.opts.Store.FilesInUse()}, nil

@@ -102,8 +102,18 @@ type Options struct {
 	// ACLTTL bounds how long an ACL is cached (default 5 s); keep it
 	// within one Chubby lease so that a revoke takes effect within one.
 	ACLTTL time.Duration
-	// Now is the clock of the ACL cache (default time.Now).
+	// Now is the clock of the ACL cache and of the trust in sequencers
+	// (default time.Now).
 	Now func() time.Time
+	// Sequencers checks the master's sequencers with the lock service
+	// (fence.go). Without it, sequencers are only ordered: an older
+	// generation than one seen is refused, a newer one accepted.
+	Sequencers SequencerChecker
+	// SequencerCheckTimeout bounds one check with the lock service
+	// (default 2 s). A server cut off from the cell must answer the
+	// master's call Unavailable soon rather than hold it: the master
+	// scans and assigns from one loop, which would stall.
+	SequencerCheckTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +128,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OnFatal == nil {
 		o.OnFatal = func(error) {}
+	}
+	if o.SequencerCheckTimeout == 0 {
+		o.SequencerCheckTimeout = 2 * time.Second
 	}
 	if o.Rand == nil {
 		o.Rand = newLockedRand().Float64
@@ -136,6 +149,8 @@ func (o Options) Validate() error {
 		return errors.New("tabletserver: a store and a lock service are required")
 	case o.ACLTTL < 0:
 		return fmt.Errorf("tabletserver: ACLTTL %v is negative", o.ACLTTL)
+	case o.SequencerCheckTimeout < 0:
+		return fmt.Errorf("tabletserver: SequencerCheckTimeout %v is negative", o.SequencerCheckTimeout)
 	case o.Catalog != nil && (o.Meta == nil || o.Root == nil || o.FS == nil):
 		return errors.New("tabletserver: a store in shared mode needs a METADATA client, a root writer and the shared file system")
 	}
@@ -158,6 +173,7 @@ type Server struct {
 	wg     sync.WaitGroup
 	grpc   *grpc.Server
 	acls   *aclCache // nil: no ACLs
+	fence  *fence
 }
 
 type heldLock struct{ Lock }
@@ -165,6 +181,7 @@ type heldLock struct{ Lock }
 // New returns a server. It does no I/O; Open registers it.
 func New(opts Options) *Server {
 	s := &Server{opts: opts.withDefaults(), stop: make(chan struct{}), splits: make(chan [2]uint64, splitQueueLen), acls: newACLCache(opts)}
+	s.fence = newFence(s.opts)
 	if opts.Catalog != nil {
 		opts.Catalog.srv.Store(s)
 	}

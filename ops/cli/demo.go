@@ -399,7 +399,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 		roles.closeServers(context.Background())
 		return nil, fmt.Errorf("master: %w", err)
 	}
-	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess}, Logger: log.With("role", "master"),
+	m := master.New(master.Options{Addr: mln.Addr().String(), Coord: coordlock.ForMaster{Service: msvc, Session: sess, LockDelay: coordlock.DefaultMasterLockDelay}, Logger: log.With("role", "master"),
 		FS: dfs.NewLocal(dfsRoot), Secret: secret})
 	fmt.Fprintln(env.Stdout, "starting the master (after a crash of the previous run it waits, up to about 20 s, for that run's session to lapse)")
 	if err := m.Open(openCtx); err != nil {

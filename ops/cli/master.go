@@ -37,6 +37,7 @@ func runMaster(args []string, env Env) int {
 	dfsRoot := fs.String("dfs", filepath.Join("cellar-data", "dfs"), "root of the tablet servers' shared file system (as they mount it), for the file GC; empty: no GC")
 	mergeSize := fs.Int64("merge-size", 0, "merge two adjacent tablets on one server when their sizes add up to less than this many bytes (0: never)")
 	noBalance := fs.Bool("no-balance", false, "do not move tablets to even out the servers' tablet counts")
+	lockDelay := fs.Duration("lock-delay", coordlock.DefaultMasterLockDelay, "lock-delay of the master lock: after this master fails, no other may take over for this long; the tablet servers trust its checked sequencer for half of it (at most 1m)")
 	procFl := addProcessFlags(fs)
 	pos, err := parseFlags(fs, args, env, "CELLAR_MASTER")
 	if err != nil {
@@ -47,7 +48,7 @@ func runMaster(args []string, env Env) int {
 		return fail(env, "master", err)
 	}
 	if code := badSettings(env, "master", checkAddr("listen", *listen, false), checkAddr("rpc", *rpcAddr, false),
-		checkAddrList("chubby", *chubby), checkPositive("scan-interval", *scan), checkNotNegative("merge-size", *mergeSize)); code != 0 {
+		checkAddrList("chubby", *chubby), checkPositive("scan-interval", *scan), checkNotNegative("merge-size", *mergeSize), checkLockDelay("lock-delay", *lockDelay)); code != 0 {
 		return code
 	}
 	if len(pos) > 0 {
@@ -79,7 +80,7 @@ func runMaster(args []string, env Env) int {
 	}
 	defer sess.Close(context.Background())
 	fatal := make(chan error, 1)
-	opts := master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess},
+	opts := master.Options{Addr: rpcLn.Addr().String(), Coord: coordlock.ForMaster{Service: svc, Session: sess, LockDelay: *lockDelay},
 		ScanInterval: *scan, Logger: log.With("role", "master"), OnFatal: func(err error) { fatal <- err }, MergeSize: *mergeSize, NoBalance: *noBalance, Secret: *secret}
 	if *dfsRoot != "" {
 		opts.FS = dfs.NewLocal(*dfsRoot)
@@ -126,4 +127,12 @@ func runMaster(args []string, env Env) int {
 		m.Close(context.Background())
 		return fail(env, "master", err)
 	}
+}
+
+// checkLockDelay checks a lock-delay against the cell's limit.
+func checkLockDelay(flagName string, d time.Duration) error {
+	if d < 0 || d > time.Minute {
+		return fmt.Errorf("-%s %v must be from 0 to 1m, the cell's limit", flagName, d)
+	}
+	return nil
 }

@@ -126,7 +126,7 @@ func StartTabletServer(ctx context.Context, svc *coordlock.Service, cfg TabletSe
 	srv := tabletserver.New(tabletserver.Options{ID: id, Addr: cfg.Addr, Store: store, Logger: log, OnFatal: cfg.OnFatal,
 		Meta: meta, Root: root, Catalog: &catalog, FS: cfg.FS, DFSRoot: cfg.DFSRoot,
 		ReportSplit: master.SplitReporter(sess.MasterAddr(""), kvclient.AuthDialOptions(cfg.Secret)...), Coord: coordlock.ForTabletServer{Service: svc}, ObserveRPC: observeRPC,
-		Secret: cfg.Secret, ACLs: coordlock.ACLFiles{Session: sess}})
+		Secret: cfg.Secret, ACLs: coordlock.ACLFiles{Session: sess}, Sequencers: sess})
 	splits.srv.Store(srv)
 	unmetric, err := addStoreMetrics(cfg.Metrics, id, store)
 	if err == nil {

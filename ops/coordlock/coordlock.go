@@ -18,6 +18,7 @@ import (
 
 	"github.com/cellardb/cellar/coord"
 	"github.com/cellardb/cellar/coord/client"
+	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/kv/master"
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/kv/tabletserver"
@@ -36,19 +37,30 @@ type ForTabletServer struct{ Service *Service }
 
 // Lock implements tabletserver.Coordinator.
 func (t ForTabletServer) Lock(ctx context.Context, path string, contents []byte) (tabletserver.Lock, error) {
-	return t.Service.lockFile(ctx, path, contents)
+	return t.Service.lockFile(ctx, path, contents, 0)
 }
+
+// DefaultMasterLockDelay is the master lock's lock-delay unless
+// configured: it adds this much to a failover after a master's crash, and
+// lets the tablet servers trust a checked sequencer for half of it.
+const DefaultMasterLockDelay = time.Second
 
 // ForMaster is the master's view of the service: its lock, and a session
 // to read and clean up the servers directory.
 type ForMaster struct {
 	Service *Service
 	Session *Session
+	// LockDelay is the master lock's lock-delay: after the master fails
+	// (a crash, or a pause past its lease), no other master may take the
+	// lock for this long. The tablet servers trust a sequencer they
+	// checked for half of it (kv/tabletserver's fence.go); a longer one
+	// asks the cell less often but delays a failover after a crash.
+	LockDelay time.Duration
 }
 
-// Lock implements master.Coordinator.
+// Lock implements master.Coordinator. The lock is a master.SequencedLock.
 func (m ForMaster) Lock(ctx context.Context, path string, contents []byte) (master.Lock, error) {
-	return m.Service.lockFile(ctx, path, contents)
+	return m.Service.lockFile(ctx, path, contents, m.LockDelay)
 }
 
 // List implements master.Coordinator.
@@ -63,8 +75,8 @@ func (m ForMaster) TakeAndDelete(ctx context.Context, path string) (bool, error)
 
 // lockFile creates the file at path (and its parent directories) unless it
 // exists, waits under ctx for its exclusive lock and writes contents.
-func (s *Service) lockFile(ctx context.Context, path string, contents []byte) (*lock, error) {
-	l := &lock{svc: s, path: path, contents: contents, lost: make(chan struct{}), stop: make(chan struct{})}
+func (s *Service) lockFile(ctx context.Context, path string, contents []byte, delay time.Duration) (*lock, error) {
+	l := &lock{svc: s, path: path, contents: contents, delay: delay, lost: make(chan struct{}), stop: make(chan struct{})}
 	if err := l.take(ctx, true); err != nil {
 		return nil, err
 	}
@@ -77,6 +89,7 @@ type lock struct {
 	svc      *Service
 	path     string
 	contents []byte
+	delay    time.Duration // the handle's lock-delay
 
 	mu   sync.Mutex
 	c    *client.Client
@@ -92,6 +105,22 @@ func (l *lock) Held() bool {
 	h := l.h
 	l.mu.Unlock()
 	return h != nil && h.LockHeld()
+}
+
+// Sequencer implements master.SequencedLock: the sequencer of the current
+// hold, in kv's form.
+func (l *lock) Sequencer() (kvclient.Sequencer, error) {
+	l.mu.Lock()
+	h := l.h
+	l.mu.Unlock()
+	if h == nil {
+		return kvclient.Sequencer{}, fmt.Errorf("%s: %w", l.path, coord.ErrNotHeld)
+	}
+	seq, err := h.GetSequencer()
+	if err != nil {
+		return kvclient.Sequencer{}, err
+	}
+	return kvclient.Sequencer{Path: seq.Path, Instance: seq.Instance, Generation: seq.LockGeneration, LockDelay: l.delay}, nil
 }
 
 // LeaseEnd implements tabletserver.Lock.
@@ -219,7 +248,7 @@ func (l *lock) take(ctx context.Context, create bool) error {
 		}
 	}
 	h, created, err := c.OpenNode(ctx, l.path, client.OpenOptions{Mode: coord.ModeRead | coord.ModeWrite, Create: create,
-		Contents: l.contents, Events: coord.Mask(coord.EventHandleInvalid)})
+		Contents: l.contents, Events: coord.Mask(coord.EventHandleInvalid), LockDelay: l.delay})
 	if errors.Is(err, coord.ErrNotFound) {
 		return fail(fmt.Errorf("%s: %w", l.path, tabletserver.ErrFileGone))
 	}
@@ -434,6 +463,18 @@ func (s *Session) takeAndDelete(ctx context.Context, c *client.Client, path stri
 		return false, err
 	}
 	return true, nil
+}
+
+// CheckSequencer implements tabletserver.SequencerChecker: it asks the
+// cell whether seq's holder still holds the (exclusive) lock.
+func (s *Session) CheckSequencer(ctx context.Context, seq kvclient.Sequencer) error {
+	cs := coord.Sequencer{Path: seq.Path, Mode: coord.Exclusive, LockGeneration: seq.Generation, Instance: seq.Instance}
+	err := s.do(ctx, func(c *client.Client) error { return c.CheckSequencer(ctx, cs) })
+	var ce *coord.Error
+	if errors.As(err, &ce) && ce.Kind == coord.StaleSequencer {
+		return fmt.Errorf("%w: %s", tabletserver.ErrStaleSequencer, ce.Msg)
+	}
+	return err
 }
 
 // DeleteFile deletes a file; a missing one is not an error.
