@@ -202,6 +202,14 @@ func (c *Client) do(ctx context.Context, table string, row []byte, op func(conte
 					cancel()
 				}
 			}
+			if err != nil && ctx.Err() != nil {
+				// The caller's deadline ended before the server answered
+				// (a caller's deadline shorter than AttemptTimeout never
+				// reaches attemptError): the server may be paused or cut
+				// off, its tablet already elsewhere. Without forgetting
+				// it, every later call would wait on it again.
+				c.forget(table, loc)
+			}
 			if err == nil || !retryable(err) {
 				return err
 			}
@@ -262,7 +270,9 @@ func (c *Client) locate(ctx context.Context, table string, row []byte) (location
 	}
 	found, err := c.readMeta(ctx, meta, key, table)
 	if err != nil {
-		if retryable(err) {
+		if retryable(err) || ctx.Err() != nil {
+			// Unreachable, or silent until the attempt's deadline: the
+			// METADATA tablet may have moved.
 			c.forget(MetaTable, meta)
 		}
 		return location{}, err

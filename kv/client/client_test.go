@@ -393,3 +393,58 @@ func TestScanResumesAcrossChunks(t *testing.T) {
 		t.Fatalf("reversed: scanned %d rows of %d: %v", n, len(ms), sc.Err())
 	}
 }
+
+// TestSilentServerIsForgottenAtTheCallersDeadline checks that a server
+// that answers nothing (paused, say) costs a caller whose deadline is
+// shorter than AttemptTimeout one call, not every call: when the call's
+// deadline ends, the cached location is dropped, so the next call looks
+// the tablet up again and finds it where the master moved it. Apply
+// (through do) and ApplyBulk (its own loop) both.
+func TestSilentServerIsForgottenAtTheCallersDeadline(t *testing.T) {
+	apply := func(ctx context.Context, c *client.Client, m *model.RowMutation) error {
+		return c.Apply(ctx, "t", m)
+	}
+	bulk := func(ctx context.Context, c *client.Client, m *model.RowMutation) error {
+		return c.ApplyBulk(ctx, "t", []*model.RowMutation{m})[0]
+	}
+	for name, write := range map[string]func(context.Context, *client.Client, *model.RowMutation) error{"Apply": apply, "ApplyBulk": bulk} {
+		t.Run(name, func(t *testing.T) {
+			cl := newCluster(t)
+			var frozen atomic.Bool
+			silent := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if frozen.Load() && strings.HasSuffix(cc.Target(), cl.a.addr) {
+					<-ctx.Done()
+					return status.FromContextError(ctx.Err()).Err()
+				}
+				return inv(ctx, method, req, reply, cc, opts...)
+			}
+			// Every call's deadline here is shorter than the attempts', as
+			// a gateway's clients' often are than the default 10 s.
+			c := client.New(client.Options{Root: cl.root, AttemptTimeout: time.Hour,
+				DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(silent)}})
+			defer c.Close()
+			if err := write(ctx(t), c, set("a", "1")); err != nil {
+				t.Fatal(err)
+			}
+			// a goes silent; its tablets move to b.
+			frozen.Store(true)
+			for _, r := range [][2]string{{"", "g"}, {"g", "p"}, {"p", ""}} {
+				describe(t, cl.meta, model.TabletDescriptor{Table: "t", Start: []byte(r[0]), End: []byte(r[1]), Addr: cl.b.addr})
+			}
+			short, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+			err := write(short, c, set("a", "2"))
+			cancel()
+			if status.Code(err) != codes.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("a write to a silent server: %v", err)
+			}
+			// The next call goes to b.
+			if err := write(ctx(t), c, set("a", "3")); err != nil {
+				t.Fatal(err)
+			}
+			row, found, err := cl.b.store.ReadRow(ctx(t), "t", []byte("a"), tablet.ReadOptions{})
+			if err != nil || !found || string(row.Cells[0].Value) != "3" {
+				t.Fatalf("the write did not reach b: %v %v %v", row, found, err)
+			}
+		})
+	}
+}

@@ -209,6 +209,11 @@ func (c *Client) ApplyBulk(ctx context.Context, table string, ms []*model.RowMut
 					}
 				}
 				errs[i] = e
+				if e != nil && ctx.Err() != nil {
+					// Silent until the caller's deadline: forget the
+					// server, as do does.
+					c.forget(table, g.loc)
+				}
 				if retryable(e) {
 					c.forget(table, g.loc)
 					retry = append(retry, i)
