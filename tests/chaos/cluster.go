@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -141,14 +142,29 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// freePort returns a loopback address that nothing listens on now.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("pick a free port: %w", err)
+// portPicker hands out distinct free loopback ports below Linux's
+// ephemeral range (32768 and up), so that no outgoing connection takes
+// one while its process is down between a kill and a restart. Each port
+// stays bound until release, so that the kernel cannot give it twice.
+type portPicker struct {
+	held []net.Listener
+}
+
+func (pp *portPicker) pick() (string, error) {
+	for range 1000 {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000)))
+		if err == nil {
+			pp.held = append(pp.held, ln)
+			return ln.Addr().String(), nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", errors.New("no free loopback port in 20000-31999")
+}
+
+func (pp *portPicker) release() {
+	for _, ln := range pp.held {
+		ln.Close()
+	}
 }
 
 // plan lays the cluster out on free ports and writes the secret.
@@ -165,8 +181,10 @@ func (c *Cluster) plan() error {
 		return err
 	}
 	var errs []error
+	var pp portPicker
+	defer pp.release()
 	port := func() string {
-		a, err := freePort()
+		a, err := pp.pick()
 		errs = append(errs, err)
 		return a
 	}
