@@ -139,7 +139,7 @@ func TestChaos(t *testing.T) {
 	default:
 		os.Remove(html)
 	}
-	for _, s := range Streams {
+	for _, s := range Streams() {
 		if sum.Counts[s].Acked == 0 {
 			t.Errorf("stream %s acknowledged no operation", s)
 		}

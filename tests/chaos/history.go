@@ -47,58 +47,60 @@ type RegisterOutput struct {
 // RegisterModel is a register per row: porcupine checks each row's
 // history on its own (Metadata holds the row). An operation whose outcome
 // is unknown may take effect at any time after its call, or never.
-var RegisterModel = porcupine.NondeterministicModel{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		byRow := map[string][]porcupine.Operation{}
-		var rows []string
-		for _, op := range h {
-			row := op.Metadata.(string)
-			if _, ok := byRow[row]; !ok {
-				rows = append(rows, row)
+func RegisterModel() porcupine.NondeterministicModel {
+	return porcupine.NondeterministicModel{
+		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+			byRow := map[string][]porcupine.Operation{}
+			var rows []string
+			for _, op := range h {
+				row := op.Metadata.(string)
+				if _, ok := byRow[row]; !ok {
+					rows = append(rows, row)
+				}
+				byRow[row] = append(byRow[row], op)
 			}
-			byRow[row] = append(byRow[row], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(rows))
-		for _, row := range rows {
-			out = append(out, byRow[row])
-		}
-		return out
-	},
-	Init: func() []any { return []any{""} },
-	Step: func(state, input, output any) []any {
-		s, in, out := state.(string), input.(RegisterInput), output.(RegisterOutput)
-		switch {
-		case out.Unknown && in.Op == "read":
-			return []any{s}
-		case out.Unknown && in.Op == "cas" && in.Expected != s:
-			return []any{s}
-		case out.Unknown:
-			return []any{s, in.Value}
-		case in.Op == "read" && out.Value == s:
-			return []any{s}
-		case in.Op == "write":
-			return []any{in.Value}
-		case in.Op == "cas" && out.Swapped && in.Expected == s:
-			return []any{in.Value}
-		case in.Op == "cas" && !out.Swapped && in.Expected != s:
-			return []any{s}
-		}
-		return nil
-	},
-	Equal: func(a, b any) bool { return a.(string) == b.(string) },
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(RegisterInput), output.(RegisterOutput)
-		switch {
-		case out.Unknown:
-			return fmt.Sprintf("%s %s(%q→%q) unknown", in.Door, in.Op, in.Expected, in.Value)
-		case in.Op == "read":
-			return fmt.Sprintf("%s read → %q", in.Door, out.Value)
-		case in.Op == "write":
-			return fmt.Sprintf("%s write %q", in.Door, in.Value)
-		}
-		return fmt.Sprintf("%s cas(%q→%q) swapped=%v", in.Door, in.Expected, in.Value, out.Swapped)
-	},
-	DescribeState: func(state any) string { return fmt.Sprintf("%q", state) },
+			out := make([][]porcupine.Operation, 0, len(rows))
+			for _, row := range rows {
+				out = append(out, byRow[row])
+			}
+			return out
+		},
+		Init: func() []any { return []any{""} },
+		Step: func(state, input, output any) []any {
+			s, in, out := state.(string), input.(RegisterInput), output.(RegisterOutput)
+			switch {
+			case out.Unknown && in.Op == "read":
+				return []any{s}
+			case out.Unknown && in.Op == "cas" && in.Expected != s:
+				return []any{s}
+			case out.Unknown:
+				return []any{s, in.Value}
+			case in.Op == "read" && out.Value == s:
+				return []any{s}
+			case in.Op == "write":
+				return []any{in.Value}
+			case in.Op == "cas" && out.Swapped && in.Expected == s:
+				return []any{in.Value}
+			case in.Op == "cas" && !out.Swapped && in.Expected != s:
+				return []any{s}
+			}
+			return nil
+		},
+		Equal: func(a, b any) bool { return a.(string) == b.(string) },
+		DescribeOperation: func(input, output any) string {
+			in, out := input.(RegisterInput), output.(RegisterOutput)
+			switch {
+			case out.Unknown:
+				return fmt.Sprintf("%s %s(%q→%q) unknown", in.Door, in.Op, in.Expected, in.Value)
+			case in.Op == "read":
+				return fmt.Sprintf("%s read → %q", in.Door, out.Value)
+			case in.Op == "write":
+				return fmt.Sprintf("%s write %q", in.Door, in.Value)
+			}
+			return fmt.Sprintf("%s cas(%q→%q) swapped=%v", in.Door, in.Expected, in.Value, out.Swapped)
+		},
+		DescribeState: func(state any) string { return fmt.Sprintf("%q", state) },
+	}
 }
 
 // Counts are one workload stream's operations.
@@ -175,8 +177,8 @@ func (r *Recorder) Counts() map[string]Counts {
 	return out
 }
 
-// Streams returns the names of the streams seen, sorted.
-func (r *Recorder) Streams() []string {
+// Seen returns the names of the streams seen, sorted.
+func (r *Recorder) Seen() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
@@ -236,9 +238,11 @@ func (r *Recorder) CheckRegister(timeout time.Duration, html io.Writer) (porcupi
 	r.mu.Lock()
 	h := append([]porcupine.Operation(nil), r.register...)
 	r.mu.Unlock()
-	res, info := porcupine.CheckOperationsVerbose(RegisterModel.ToModel(), h, timeout)
+	nm := RegisterModel()
+	model := nm.ToModel()
+	res, info := porcupine.CheckOperationsVerbose(model, h, timeout)
 	if res == porcupine.Illegal && html != nil {
-		if err := porcupine.Visualize(RegisterModel.ToModel(), info, html); err != nil {
+		if err := porcupine.Visualize(model, info, html); err != nil {
 			return res, len(h), fmt.Errorf("draw the failing history: %w", err)
 		}
 	}

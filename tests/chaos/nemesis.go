@@ -33,8 +33,10 @@ const (
 )
 
 // Kinds lists the fault kinds this package injects.
-var Kinds = []Kind{KillTabletServer, KillTabletServerLeaveDead, KillMaster, KillChubbyLeader, KillChubbyFollower,
-	KillGateway, PauseTabletServer, PauseMaster, SplitTablet, MoveTablet}
+func Kinds() []Kind {
+	return []Kind{KillTabletServer, KillTabletServerLeaveDead, KillMaster, KillChubbyLeader, KillChubbyFollower,
+		KillGateway, PauseTabletServer, PauseMaster, SplitTablet, MoveTablet}
+}
 
 // Fault is one injected fault and what it cost.
 type Fault struct {
@@ -112,7 +114,7 @@ func ShortSchedule(seed uint64, rounds int) []Kind {
 	r := rand.New(rand.NewPCG(seed, 0x73636864))
 	var out []Kind
 	for range rounds {
-		ks := append([]Kind(nil), Kinds...)
+		ks := Kinds()
 		r.Shuffle(len(ks), func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
 		out = append(out, ks...)
 	}
@@ -123,7 +125,8 @@ func ShortSchedule(seed uint64, rounds int) []Kind {
 func (n *Nemesis) RunFor(ctx context.Context, d time.Duration) error {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
-		if err := n.Run(ctx, Kinds[n.r.IntN(len(Kinds))]); err != nil {
+		kinds := Kinds()
+		if err := n.Run(ctx, kinds[n.r.IntN(len(kinds))]); err != nil {
 			return err
 		}
 	}
@@ -334,7 +337,7 @@ func (n *Nemesis) waitRecovered(ctx context.Context, f *Fault) error {
 	deadline := f.Healed.Add(n.opts.RecoveryBound)
 	for {
 		var waiting []string
-		for _, s := range Streams {
+		for _, s := range Streams() {
 			if !n.w.Rec.ServedSince(s, f.Healed) {
 				waiting = append(waiting, s)
 			}
@@ -355,7 +358,7 @@ func (n *Nemesis) waitRecovered(ctx context.Context, f *Fault) error {
 func (n *Nemesis) window(f Fault) (time.Duration, string) {
 	var best time.Duration
 	var stream string
-	for _, s := range Streams {
+	for _, s := range Streams() {
 		if g, _ := n.w.Rec.LongestGap(s, f.Injected, f.Recovered); g > best {
 			best, stream = g, s
 		}

@@ -42,7 +42,9 @@ const (
 )
 
 // Streams lists every workload stream.
-var Streams = []string{StreamRegisterBT, StreamRegisterSQL, StreamSetBT, StreamSetSQL, StreamCounterBT, StreamCounterSQL}
+func Streams() []string {
+	return []string{StreamRegisterBT, StreamRegisterSQL, StreamSetBT, StreamSetSQL, StreamCounterBT, StreamCounterSQL}
+}
 
 // WorkloadOptions configure the clients. Zero fields get the defaults.
 type WorkloadOptions struct {
