@@ -92,7 +92,7 @@ func TestChaos(t *testing.T) {
 	sleep(ctx, 3*time.Second)
 	w.Stop()
 	sum := Summary{Seed: seed, Start: w.Rec.start, Duration: time.Since(w.Rec.start), Counts: w.Rec.Counts(), Faults: n.Faults}
-	defer func() { t.Logf("\n%s", sum) }()
+	defer func() { sum.Exits = c.UnexpectedExits(); t.Logf("\n%s", sum) }()
 	if runErr != nil {
 		t.Errorf("nemesis: %v", runErr)
 	}

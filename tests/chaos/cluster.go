@@ -88,6 +88,7 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	masters map[string]*grpc.ClientConn // by admin RPC address
+	exits   []Exit
 }
 
 // Proc is one process of the cluster. Kill, Stop, Cont and Restart act
@@ -114,6 +115,38 @@ type Proc struct {
 	exited  chan struct{} // closed when the incarnation exits
 	stopped bool
 	logOff  int64
+	// expectExit: the harness killed it, or a nemesis expects it to
+	// fence itself; any other exit is recorded as unexpected.
+	expectExit bool
+}
+
+// Exit is a process's exit that no nemesis caused or expected.
+type Exit struct {
+	Proc string
+	At   time.Time
+	Err  string
+	Last string // the last line of its log
+}
+
+func (c *Cluster) unexpected(e Exit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.exits = append(c.exits, e)
+}
+
+// UnexpectedExits are the exits no nemesis caused or expected, in order.
+func (c *Cluster) UnexpectedExits() []Exit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Exit(nil), c.exits...)
+}
+
+// ExpectExit marks the current incarnation's exit as expected: a paused
+// process that must fence itself when it runs again.
+func (p *Proc) ExpectExit() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expectExit = true
 }
 
 // Start starts a cluster and waits until it answers: every tablet server
@@ -280,10 +313,20 @@ func (p *Proc) start(ctx context.Context) error {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
 	p.mu.Lock()
-	p.cmd, p.exited, p.stopped, p.logOff = cmd, exited, false, off
+	p.cmd, p.exited, p.stopped, p.logOff, p.expectExit = cmd, exited, false, off, false
 	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		expected := p.expectExit
+		p.mu.Unlock()
+		if !expected {
+			b, _ := os.ReadFile(p.Log)
+			p.c.unexpected(Exit{Proc: p.Name, At: time.Now(), Err: fmt.Sprint(err), Last: strings.TrimSpace(tail(b, 1))})
+		}
+		close(exited)
+	}()
 	for {
 		b, _ := os.ReadFile(p.Log)
 		if int64(len(b)) > off && bytes.Contains(b[off:], []byte(p.ready)) {
@@ -368,6 +411,7 @@ func (p *Proc) signal(sig syscall.Signal) error {
 
 // Kill sends SIGKILL and waits (up to ctx) for the process to go.
 func (p *Proc) Kill(ctx context.Context) error {
+	p.ExpectExit()
 	if err := p.signal(syscall.SIGKILL); err != nil {
 		return err
 	}

@@ -242,6 +242,9 @@ func (n *Nemesis) run(ctx context.Context, f *Fault) error {
 		}
 		f.Target = p.Name
 		f.paused = p
+		// Its session expires while it is stopped: it must exit when it
+		// runs again.
+		p.ExpectExit()
 		f.Injected = time.Now()
 		if err := p.Stop(); err != nil {
 			return err
@@ -366,9 +369,10 @@ func (n *Nemesis) window(f Fault) (time.Duration, string) {
 	return best, stream
 }
 
-// restore restarts every process that is down (left dead, or a zombie
-// that fenced itself and exited) and waits until the cluster serves with
-// all three tablet servers.
+// restore restarts every process that is down (left dead, a zombie
+// that fenced itself, or one that exited by itself) and waits until every
+// process runs and the master sees all tablet servers, restarting any
+// that exits meanwhile, for up to RecoveryBound.
 func (n *Nemesis) restore(ctx context.Context) error {
 	for _, p := range n.c.Procs() {
 		if p.Stopped() {
@@ -382,16 +386,34 @@ func (n *Nemesis) restore(ctx context.Context) error {
 	if err := sleep(ctx, 500*time.Millisecond); err != nil {
 		return err
 	}
-	for _, p := range n.c.Procs() {
-		if !p.Alive() {
-			if err := p.Restart(ctx); err != nil {
-				return err
+	deadline := time.Now().Add(n.opts.RecoveryBound)
+	servers := len(n.c.ByRole(RoleTabletServer))
+	for {
+		for _, p := range n.c.Procs() {
+			if !p.Alive() {
+				if err := p.Restart(ctx); err != nil {
+					return err
+				}
 			}
 		}
+		err := n.c.serving(ctx, servers)
+		if err == nil {
+			for _, p := range n.c.Procs() {
+				if !p.Alive() {
+					err = fmt.Errorf("%s exited", p.Name)
+				}
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the cluster did not come back to full strength within %v: %w", n.opts.RecoveryBound, err)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, n.opts.RecoveryBound)
-	defer cancel()
-	return n.c.WaitServing(wctx, len(n.c.ByRole(RoleTabletServer)))
 }
 
 // CheckCoverage checks that the served tablets of each table cover its

@@ -30,6 +30,8 @@ type Summary struct {
 	// is its error, if any.
 	Tablets  int
 	Coverage error
+	// Exits are the processes' exits that no nemesis caused.
+	Exits []Exit
 }
 
 // LostWrites counts acknowledged writes missing at the end: set keys,
@@ -98,6 +100,10 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "acknowledged writes lost: %d\n", s.LostWrites())
 	if f, ok := s.LongestWindow(); ok {
 		fmt.Fprintf(&b, "longest unavailability: %v (%s on %s, stream %s)\n", f.Window.Round(time.Millisecond), f.Kind, f.Target, f.Stream)
+	}
+	fmt.Fprintf(&b, "unexpected process exits: %d\n", len(s.Exits))
+	for _, e := range s.Exits {
+		fmt.Fprintf(&b, "  %s at %7.1fs (%s): %s\n", e.Proc, e.At.Sub(s.Start).Seconds(), e.Err, e.Last)
 	}
 	if s.Coverage != nil {
 		fmt.Fprintf(&b, "tablet coverage: FAILED: %v\n", s.Coverage)
