@@ -235,7 +235,12 @@ func (m *master) endSession(ctx context.Context, id uint64, expired bool) error 
 	if err != nil {
 		return err
 	}
-	res, err := m.r.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: expired}}})
+	end := &pb.EndSession{Id: id, Expired: expired}
+	if expired {
+		// The FSM refuses it if this master was deposed meanwhile.
+		end.Epoch = m.epoch
+	}
+	res, err := m.r.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: end}})
 	done()
 	if err != nil {
 		return err
@@ -408,6 +413,14 @@ func (m *master) nodesMoved(paths ...string) {
 	}
 }
 
+// leads reports whether this replica is the Raft leader now. A read
+// index does not prove it: dragonboat forwards a follower's to the
+// leader.
+func (m *master) leads() bool {
+	id, ok := m.r.leader()
+	return ok && id == m.r.opts.ReplicaID
+}
+
 // keepAlive takes the client's acknowledgements, holds the call until the
 // lease nears its end or there is news, confirms that this replica still
 // leads, and extends the lease.
@@ -421,6 +434,9 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	}
 	s, err := m.session(req.Session)
 	if err != nil {
+		if !m.leads() {
+			return nil, coord.Errorf(coord.NotMaster, "no longer the leader")
+		}
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
 	}
 	m.mu.Lock()
@@ -469,6 +485,12 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	}
 	if m.ctx.Err() != nil {
 		return nil, coord.Errorf(coord.NotMaster, "master stepped down")
+	}
+	if !m.leads() {
+		// Deposed while the call was held (paused, say), before
+		// m.ctx heard of it: its leases are stale, and "expired"
+		// from it would end a session the new master keeps.
+		return nil, coord.Errorf(coord.NotMaster, "no longer the leader")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
