@@ -156,6 +156,11 @@ func (m *master) run() {
 			return
 		case <-tick.C:
 		}
+		if !m.leads() {
+			// Deposed but not told yet (paused, say): its leases are
+			// stale, and a follower's proposals reach the new leader.
+			continue
+		}
 		now := time.Now()
 		var lapsed []*liveSession
 		m.mu.Lock()
@@ -237,7 +242,11 @@ func (m *master) endSession(ctx context.Context, id uint64, expired bool) error 
 	}
 	end := &pb.EndSession{Id: id, Expired: expired}
 	if expired {
-		// The FSM refuses it if this master was deposed meanwhile.
+		if !m.leads() {
+			return coord.Errorf(coord.NotMaster, "no longer the leader")
+		}
+		// The FSM refuses it if this master was deposed meanwhile and the
+		// new one's epoch is in the log first.
 		end.Epoch = m.epoch
 	}
 	res, err := m.r.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: end}})
