@@ -33,7 +33,7 @@ cluster-down: build
 	./$(BIN) cluster down
 
 # test runs the linters, then every test with the race detector. That
-# includes tests/chaos's short seeded run (every fault kind twice, a few
+# includes tests/chaos's short seeded run (each fault kind twice, a few
 # minutes; see docs/chaos.md). Long randomized, crash, chaos and fuzz runs
 # are in "make soak".
 test: deps lint
