@@ -448,3 +448,42 @@ func TestSilentServerIsForgottenAtTheCallersDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAndMutateIsNotResentAfterItMayHaveApplied checks that a
+// CheckAndMutate whose connection breaks after the server applied it
+// comes back as an error, not as the answer of a resent call that finds
+// its own write: an insert-if-absent that took effect must not report
+// that the row was already there.
+func TestCheckAndMutateIsNotResentAfterItMayHaveApplied(t *testing.T) {
+	cl := newCluster(t)
+	var broken atomic.Int32
+	breakAfter := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := inv(ctx, method, req, reply, cc, opts...)
+		if err == nil && strings.HasSuffix(method, "/CheckAndMutate") && broken.Add(1) == 1 {
+			// Applied, but the answer is lost with the connection.
+			return status.Error(codes.Unavailable, "error reading from server: EOF")
+		}
+		return err
+	}
+	c := client.New(client.Options{Root: cl.root, DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(breakAfter)}})
+	defer c.Close()
+	matched, err := c.CheckAndMutate(ctx(t), "t", []byte("a"), client.Filter{}, nil,
+		[]model.Mutation{model.SetCell("f", []byte("q"), model.ServerTimestamp, []byte("1"))})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("CheckAndMutate whose answer was lost: matched %v, %v; want Unavailable (outcome unknown)", matched, err)
+	}
+	// It did take effect, once.
+	row, found, err := cl.a.store.ReadRow(ctx(t), "t", []byte("a"), tablet.ReadOptions{})
+	if err != nil || !found || len(row.Cells) != 1 {
+		t.Fatalf("the row after the lost answer: %v %v %v", row, found, err)
+	}
+	// A refusal before the call ("not serving") is still retried.
+	cl.a.lock.fence()
+	for _, r := range [][2]string{{"", "g"}, {"g", "p"}, {"p", ""}} {
+		describe(t, cl.meta, model.TabletDescriptor{Table: "t", Start: []byte(r[0]), End: []byte(r[1]), Addr: cl.b.addr})
+	}
+	if matched, err := c.CheckAndMutate(ctx(t), "t", []byte("b"), client.Filter{}, nil,
+		[]model.Mutation{model.SetCell("f", []byte("q"), model.ServerTimestamp, []byte("1"))}); err != nil || matched {
+		t.Fatalf("CheckAndMutate after a move: matched %v, %v", matched, err)
+	}
+}

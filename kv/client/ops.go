@@ -296,7 +296,7 @@ func (c *Client) ReadModifyWrite(ctx context.Context, table string, row []byte, 
 		req.Rules = append(req.Rules, pr)
 	}
 	var resp *pb.ReadModifyWriteResponse
-	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+	err := c.doOnce(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
 		var err error
 		resp, err = cli.ReadModifyWrite(ctx, req)
 		return err
@@ -332,7 +332,7 @@ func (c *Client) CompareAndMutate(ctx context.Context, table string, row []byte,
 		req.FalseMutations = mutationsProto(ifFalse)
 	}
 	var resp *pb.CheckAndMutateResponse
-	err = c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+	err = c.doOnce(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
 		var err error
 		resp, err = cli.CheckAndMutate(ctx, req)
 		return err
