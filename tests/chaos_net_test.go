@@ -154,8 +154,8 @@ func startNetServer(t *testing.T, pc *procCluster, cell *netCell, name string) *
 
 // TestTabletServerPartitionedFromChubby cuts a tablet server off from the
 // Chubby cell only, through the proxy in front of the cell's client port,
-// while 8 Bigtable API clients run the per-row register workload (as
-// TestRowRegisterLinearizableUnderTabletServerKill) through a gateway. The
+// while 8 Bigtable API clients run the per-row register workload of
+// register_test.go through a gateway. The
 // server still reaches its clients and the dfs. Three faults, each on the
 // server that serves the rows then: a partition, a reset of its
 // connections (new ones refused), and a one-way fault that loses the

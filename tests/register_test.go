@@ -2,18 +2,14 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -77,90 +73,6 @@ var rowRegister = porcupine.NondeterministicModel{
 		}
 		return fmt.Sprintf("%s(%q, %q) -> %q ok=%v", in.op, in.expected, in.value, out.value, out.ok)
 	},
-}
-
-// TestRowRegisterLinearizableUnderTabletServerKill runs a multi-process
-// cluster (cellar cluster up), has 8 clients read, write and
-// compare-and-swap 6 rows through the Bigtable API, one request in flight
-// each, kills -9 the tablet server that serves them halfway, and checks
-// the history of every row with porcupine: each row stays linearizable
-// across the server's death and the recovery of its tablets from the log,
-// so no acknowledged write is lost. It is the first workload of issue 9's
-// fault suite, with one nemesis.
-func TestRowRegisterLinearizableUnderTabletServerKill(t *testing.T) {
-	bin := buildCellar(t)
-	dir := filepath.Join(t.TempDir(), "cluster")
-	t.Cleanup(func() {
-		exec.Command(bin, "cluster", "down", "-dir", dir, "-timeout", "5s").Run()
-	})
-	if out, err := exec.Command(bin, "cluster", "up", "-dir", dir, "-base-port", "0").CombinedOutput(); err != nil {
-		t.Fatalf("cluster up: %v\n%s", err, out)
-	}
-	var st struct {
-		Bigtable string `json:"bigtable"`
-		Chubby   string `json:"chubby"`
-		Procs    []struct {
-			Name, Role, Addr string
-			Pid              int
-		} `json:"processes"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &st)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("BIGTABLE_EMULATOR_HOST", st.Bigtable)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	createRegisterTable(ctx, t, "reg")
-
-	rows := []string{"r0", "r1", "r2", "r3", "r4", "r5"}
-	load := startRegisterLoad(ctx, t, "reg", rows, 8, 1)
-	time.Sleep(5 * time.Second)
-	// The nemesis: kill -9 the tablet server that serves the rows' tablet,
-	// found with cellar admin tablets, so that the tablet is recovered from
-	// the dead server's log while the clients keep at it.
-	out, err := exec.Command(bin, "admin", "tablets", "-chubby", st.Chubby, "-secret-file", filepath.Join(dir, "secret"), "reg").CombinedOutput()
-	if err != nil {
-		t.Fatalf("admin tablets: %v\n%s", err, out)
-	}
-	victim := -1
-	for _, p := range st.Procs {
-		if p.Role == "tabletserver" && regexp.MustCompile(`\sreg\s.*\s`+regexp.QuoteMeta(p.Addr)+`\s`).Match(out) {
-			victim = p.Pid
-		}
-	}
-	if victim < 0 || !running(victim) {
-		t.Fatalf("no running tablet server serves table reg:\n%s", out)
-	}
-	killed := time.Now()
-	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// Run on until the rows have been served again for a while.
-	time.Sleep(25 * time.Second)
-	load.end()
-
-	// Every row answers again after the recovery.
-	client, err := bigtable.NewClient(ctx, "p", "i")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	for _, row := range rows {
-		if _, err := client.Open("reg").ReadRow(ctx, row); err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatalf("row %s after the recovery: %v", row, err)
-		}
-	}
-	window, _ := load.longestGap(time.Time{}, time.Time{})
-	res := load.check(t)
-	t.Logf("%d operations attempted, %d acknowledged, %d unknown; one tablet server killed %v after the start; longest unavailability %v; linearizable: %v",
-		load.attempted, load.acked, load.unknown, killed.Sub(load.start).Round(time.Second), window.Round(time.Millisecond), res)
-	if load.acked < 100 {
-		t.Fatalf("only %d operations were acknowledged", load.acked)
-	}
 }
 
 // createRegisterTable creates table with family f through the Bigtable

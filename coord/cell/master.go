@@ -181,6 +181,11 @@ func (m *master) run() {
 			return
 		case <-tick.C:
 		}
+		if !m.leads() {
+			// Deposed but not told yet (paused, say): its leases are
+			// stale, and a follower's proposals reach the new leader.
+			continue
+		}
 		now := time.Now()
 		var lapsed []*liveSession
 		m.mu.Lock()
@@ -316,7 +321,16 @@ func (m *master) endSession(ctx context.Context, id uint64, expired bool) error 
 	if err != nil {
 		return err
 	}
-	_, err = m.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: expired}}})
+	end := &pb.EndSession{Id: id, Expired: expired}
+	if expired {
+		if !m.leads() {
+			return coord.Errorf(coord.NotMaster, "no longer the leader")
+		}
+		// The FSM refuses it if this master was deposed meanwhile and the
+		// new one's epoch is in the log first.
+		end.Epoch = m.epoch
+	}
+	_, err = m.propose(ctx, &pb.Command{Op: &pb.Command_EndSession{EndSession: end}})
 	done()
 	if err != nil {
 		return err
@@ -488,6 +502,14 @@ func (m *master) nodesMoved(paths ...string) {
 	}
 }
 
+// leads reports whether this replica is the Raft leader now. A read
+// index does not prove it: dragonboat forwards a follower's to the
+// leader.
+func (m *master) leads() bool {
+	id, ok := m.r.leader()
+	return ok && id == m.r.opts.ReplicaID
+}
+
 // keepAlive takes the client's acknowledgements, holds the call until the
 // lease nears its end or there is news, confirms that this replica still
 // leads, and extends the lease.
@@ -501,6 +523,9 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	}
 	s, err := m.session(req.Session)
 	if err != nil {
+		if !m.leads() {
+			return nil, coord.Errorf(coord.NotMaster, "no longer the leader")
+		}
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
 	}
 	// A wake-up left from before this call is stale: what it announced is
@@ -560,6 +585,12 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	events := v.(fsm.Events)
 	if m.ctx.Err() != nil {
 		return nil, coord.Errorf(coord.NotMaster, "master stepped down")
+	}
+	if !m.leads() {
+		// Deposed while the call was held (paused, say), before
+		// m.ctx heard of it: its leases are stale, and "expired"
+		// from it would end a session the new master keeps.
+		return nil, coord.Errorf(coord.NotMaster, "no longer the leader")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

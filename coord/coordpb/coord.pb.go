@@ -2674,9 +2674,14 @@ func (x *CreateSession) GetPrincipal() string {
 }
 
 type EndSession struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Expired       bool                   `protobuf:"varint,2,opt,name=expired,proto3" json:"expired,omitempty"` // lapsed (locks get their lock-delay) rather than closed
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Expired bool                   `protobuf:"varint,2,opt,name=expired,proto3" json:"expired,omitempty"` // lapsed (locks get their lock-delay) rather than closed
+	// epoch is the master epoch that found the lease lapsed. An expiry from
+	// an older epoch is refused: a deposed master (paused, say) may still
+	// propose, and its lease bookkeeping is stale. 0: unchecked (log
+	// entries written before this field existed).
+	Epoch         uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2723,6 +2728,13 @@ func (x *EndSession) GetExpired() bool {
 		return x.Expired
 	}
 	return false
+}
+
+func (x *EndSession) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 // Result is what applying a command returned.
@@ -3532,11 +3544,12 @@ const file_coord_proto_rawDesc = "" +
 	"\n" +
 	"\bNewEpoch\"-\n" +
 	"\rCreateSession\x12\x1c\n" +
-	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"6\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"L\n" +
 	"\n" +
 	"EndSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
-	"\aexpired\x18\x02 \x01(\bR\aexpired\"\x98\x03\n" +
+	"\aexpired\x18\x02 \x01(\bR\aexpired\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\x98\x03\n" +
 	"\x06Result\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +

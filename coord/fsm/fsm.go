@@ -227,6 +227,11 @@ func (s *State) apply(cmd *pb.Command) *pb.Result {
 		s.sessions[id] = &session{id: id, principal: op.CreateSession.Principal, handles: map[uint64]bool{}, results: map[uint64]*pb.Result{}}
 		return &pb.Result{Session: &pb.SessionRef{Id: id, Check: Check(s.key, id, 0)}}
 	case *pb.Command_EndSession:
+		if e := op.EndSession.Epoch; op.EndSession.Expired && e != 0 && e != s.epoch {
+			// Decided on a deposed master's leases: the current master
+			// may have extended this session since.
+			return fail(coord.NotMaster, "session %d: expiry decided in master epoch %d, now %d", op.EndSession.Id, e, s.epoch)
+		}
 		return s.endSession(op.EndSession.Id, op.EndSession.Expired)
 	case *pb.Command_Open:
 		return s.open(op.Open)

@@ -439,3 +439,43 @@ func TestRandomDeterminismAndSnapshots(t *testing.T) {
 	}
 	t.Logf("%d event queue overflows, %d new epochs", overflows, epochs)
 }
+
+// TestExpiryFromADeposedMasterIsRefused checks that a session expiry
+// decided in an older master epoch is refused: a Chubby master that was
+// paused past its own deposition still finds every lease lapsed when it
+// runs again, and its proposal reaches the new leader. The current
+// epoch's expiry, and an unchecked one (epoch 0, as log entries written
+// before the field existed), end the session.
+func TestExpiryFromADeposedMasterIsRefused(t *testing.T) {
+	s := New()
+	apply := func(op *pb.Command) *pb.Result {
+		op.NowMs = 1
+		return s.Apply(op)
+	}
+	apply(&pb.Command{Op: &pb.Command_Bootstrap{Bootstrap: &pb.Bootstrap{Cell: "test", Key: testKey}}})
+	apply(&pb.Command{Op: &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}})
+	old := apply(&pb.Command{Op: &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}}).Epoch
+	current := apply(&pb.Command{Op: &pb.Command_NewEpoch{NewEpoch: &pb.NewEpoch{}}}).Epoch
+	if current != old+1 {
+		t.Fatalf("epochs %d then %d", old, current)
+	}
+	newSession := func() uint64 {
+		return apply(&pb.Command{Op: &pb.Command_CreateSession{CreateSession: &pb.CreateSession{Principal: "p"}}}).Session.Id
+	}
+	end := func(id, epoch uint64) *pb.Result {
+		return apply(&pb.Command{Op: &pb.Command_EndSession{EndSession: &pb.EndSession{Id: id, Expired: true, Epoch: epoch}}})
+	}
+	live := func(id uint64) bool { _, ok := s.sessions[id]; return ok }
+
+	a := newSession()
+	if r := end(a, old); r.Code == 0 || !live(a) {
+		t.Fatalf("an expiry from epoch %d in epoch %d: %v; the session lives: %v", old, current, r, live(a))
+	}
+	if r := end(a, current); r.Code != 0 || live(a) {
+		t.Fatalf("an expiry from the current epoch: %v; the session lives: %v", r, live(a))
+	}
+	b := newSession()
+	if r := end(b, 0); r.Code != 0 || live(b) {
+		t.Fatalf("an unchecked expiry: %v; the session lives: %v", r, live(b))
+	}
+}

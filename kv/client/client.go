@@ -173,9 +173,41 @@ func retryable(err error) bool {
 	return false
 }
 
+// refusedBeforeApply tells whether err proves that the request was not
+// applied: the server refused it ("not serving"), or no connection could
+// be made, so nothing was sent. A broken connection, an attempt's
+// deadline or the server's "outcome unknown" prove nothing.
+func refusedBeforeApply(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.FailedPrecondition:
+		return strings.HasPrefix(st.Message(), "not serving")
+	case codes.Unavailable:
+		// gRPC's words for a connection that was never made.
+		return strings.Contains(st.Message(), "Error while dialing")
+	}
+	return false
+}
+
 // do runs op against the server of row's tablet until it succeeds, fails
 // for good, or ctx ends. It is the kv data path's one retry loop.
 func (c *Client) do(ctx context.Context, table string, row []byte, op func(context.Context, pb.TabletServerClient, location) error) error {
+	return c.retry(ctx, table, row, false, op)
+}
+
+// doOnce is do for a call that must not take effect twice (a
+// CheckAndMutate, a ReadModifyWrite): after an error that may follow its
+// application it returns the error instead of resending, since a resent
+// call would find its own effect (a compare-and-swap that took effect
+// would report a mismatch). The caller reports the outcome as unknown.
+func (c *Client) doOnce(ctx context.Context, table string, row []byte, op func(context.Context, pb.TabletServerClient, location) error) error {
+	return c.retry(ctx, table, row, true, op)
+}
+
+func (c *Client) retry(ctx context.Context, table string, row []byte, once bool, op func(context.Context, pb.TabletServerClient, location) error) error {
 	if err := checkRequest(table, row); err != nil {
 		return err
 	}
@@ -202,10 +234,21 @@ func (c *Client) do(ctx context.Context, table string, row []byte, op func(conte
 					cancel()
 				}
 			}
+			if err != nil && ctx.Err() != nil {
+				// The caller's deadline ended before the server answered
+				// (a caller's deadline shorter than AttemptTimeout never
+				// reaches attemptError): the server may be paused or cut
+				// off, its tablet already elsewhere. Without forgetting
+				// it, every later call would wait on it again.
+				c.forget(table, loc)
+			}
 			if err == nil || !retryable(err) {
 				return err
 			}
 			c.forget(table, loc)
+			if once && !refusedBeforeApply(err) {
+				return err
+			}
 		} else if !retryable(err) {
 			return err
 		}
@@ -262,7 +305,9 @@ func (c *Client) locate(ctx context.Context, table string, row []byte) (location
 	}
 	found, err := c.readMeta(ctx, meta, key, table)
 	if err != nil {
-		if retryable(err) {
+		if retryable(err) || ctx.Err() != nil {
+			// Unreachable, or silent until the attempt's deadline: the
+			// METADATA tablet may have moved.
 			c.forget(MetaTable, meta)
 		}
 		return location{}, err

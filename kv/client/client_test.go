@@ -393,3 +393,97 @@ func TestScanResumesAcrossChunks(t *testing.T) {
 		t.Fatalf("reversed: scanned %d rows of %d: %v", n, len(ms), sc.Err())
 	}
 }
+
+// TestSilentServerIsForgottenAtTheCallersDeadline checks that a server
+// that answers nothing (paused, say) costs a caller whose deadline is
+// shorter than AttemptTimeout one call, not every call: when the call's
+// deadline ends, the cached location is dropped, so the next call looks
+// the tablet up again and finds it where the master moved it. Apply
+// (through do) and ApplyBulk (its own loop) both.
+func TestSilentServerIsForgottenAtTheCallersDeadline(t *testing.T) {
+	apply := func(ctx context.Context, c *client.Client, m *model.RowMutation) error {
+		return c.Apply(ctx, "t", m)
+	}
+	bulk := func(ctx context.Context, c *client.Client, m *model.RowMutation) error {
+		return c.ApplyBulk(ctx, "t", []*model.RowMutation{m})[0]
+	}
+	for name, write := range map[string]func(context.Context, *client.Client, *model.RowMutation) error{"Apply": apply, "ApplyBulk": bulk} {
+		t.Run(name, func(t *testing.T) {
+			cl := newCluster(t)
+			var frozen atomic.Bool
+			silent := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if frozen.Load() && strings.HasSuffix(cc.Target(), cl.a.addr) {
+					<-ctx.Done()
+					return status.FromContextError(ctx.Err()).Err()
+				}
+				return inv(ctx, method, req, reply, cc, opts...)
+			}
+			// Every call's deadline here is shorter than the attempts', as
+			// a gateway's clients' often are than the default 10 s.
+			c := client.New(client.Options{Root: cl.root, AttemptTimeout: time.Hour,
+				DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(silent)}})
+			defer c.Close()
+			if err := write(ctx(t), c, set("a", "1")); err != nil {
+				t.Fatal(err)
+			}
+			// a goes silent; its tablets move to b.
+			frozen.Store(true)
+			for _, r := range [][2]string{{"", "g"}, {"g", "p"}, {"p", ""}} {
+				describe(t, cl.meta, model.TabletDescriptor{Table: "t", Start: []byte(r[0]), End: []byte(r[1]), Addr: cl.b.addr})
+			}
+			short, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+			err := write(short, c, set("a", "2"))
+			cancel()
+			if status.Code(err) != codes.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("a write to a silent server: %v", err)
+			}
+			// The next call goes to b.
+			if err := write(ctx(t), c, set("a", "3")); err != nil {
+				t.Fatal(err)
+			}
+			row, found, err := cl.b.store.ReadRow(ctx(t), "t", []byte("a"), tablet.ReadOptions{})
+			if err != nil || !found || string(row.Cells[0].Value) != "3" {
+				t.Fatalf("the write did not reach b: %v %v %v", row, found, err)
+			}
+		})
+	}
+}
+
+// TestCheckAndMutateIsNotResentAfterItMayHaveApplied checks that a
+// CheckAndMutate whose connection breaks after the server applied it
+// comes back as an error, not as the answer of a resent call that finds
+// its own write: an insert-if-absent that took effect must not report
+// that the row was already there.
+func TestCheckAndMutateIsNotResentAfterItMayHaveApplied(t *testing.T) {
+	cl := newCluster(t)
+	var broken atomic.Int32
+	breakAfter := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := inv(ctx, method, req, reply, cc, opts...)
+		if err == nil && strings.HasSuffix(method, "/CheckAndMutate") && broken.Add(1) == 1 {
+			// Applied, but the answer is lost with the connection.
+			return status.Error(codes.Unavailable, "error reading from server: EOF")
+		}
+		return err
+	}
+	c := client.New(client.Options{Root: cl.root, DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(breakAfter)}})
+	defer c.Close()
+	matched, err := c.CheckAndMutate(ctx(t), "t", []byte("a"), client.Filter{}, nil,
+		[]model.Mutation{model.SetCell("f", []byte("q"), model.ServerTimestamp, []byte("1"))})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("CheckAndMutate whose answer was lost: matched %v, %v; want Unavailable (outcome unknown)", matched, err)
+	}
+	// It did take effect, once.
+	row, found, err := cl.a.store.ReadRow(ctx(t), "t", []byte("a"), tablet.ReadOptions{})
+	if err != nil || !found || len(row.Cells) != 1 {
+		t.Fatalf("the row after the lost answer: %v %v %v", row, found, err)
+	}
+	// A refusal before the call ("not serving") is still retried.
+	cl.a.lock.fence()
+	for _, r := range [][2]string{{"", "g"}, {"g", "p"}, {"p", ""}} {
+		describe(t, cl.meta, model.TabletDescriptor{Table: "t", Start: []byte(r[0]), End: []byte(r[1]), Addr: cl.b.addr})
+	}
+	if matched, err := c.CheckAndMutate(ctx(t), "t", []byte("b"), client.Filter{}, nil,
+		[]model.Mutation{model.SetCell("f", []byte("q"), model.ServerTimestamp, []byte("1"))}); err != nil || matched {
+		t.Fatalf("CheckAndMutate after a move: matched %v, %v", matched, err)
+	}
+}

@@ -211,6 +211,11 @@ func (c *Client) ApplyBulk(ctx context.Context, table string, ms []*model.RowMut
 					}
 				}
 				errs[i] = e
+				if e != nil && ctx.Err() != nil {
+					// Silent until the caller's deadline: forget the
+					// server, as do does.
+					c.forget(table, g.loc)
+				}
 				if retryable(e) {
 					c.forget(table, g.loc)
 					retry = append(retry, i)
@@ -304,7 +309,7 @@ func (c *Client) ReadModifyWrite(ctx context.Context, table string, row []byte, 
 		req.Rules = append(req.Rules, pr)
 	}
 	var resp *pb.ReadModifyWriteResponse
-	err := c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+	err := c.doOnce(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
 		var err error
 		resp, err = cli.ReadModifyWrite(ctx, req)
 		return err
@@ -340,7 +345,7 @@ func (c *Client) CompareAndMutate(ctx context.Context, table string, row []byte,
 		req.FalseMutations = mutationsProto(ifFalse)
 	}
 	var resp *pb.CheckAndMutateResponse
-	err = c.do(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
+	err = c.doOnce(ctx, table, row, func(ctx context.Context, cli pb.TabletServerClient, _ location) error {
 		var err error
 		resp, err = cli.CheckAndMutate(ctx, req)
 		return err
