@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -47,9 +48,15 @@ func (c *Client) keepAliveLoop() {
 			case <-ctx.Done():
 			}
 		}()
-		sent := time.Now()
+		var sent time.Time
 		var resp *pb.KeepAliveResponse
 		err := c.retry(ctx, func(ctx context.Context, cli pb.ChubbyClient, o grpc.CallOption) error {
+			// The lease counts from the attempt that was answered: from
+			// the first, a call that reached the new master only after
+			// waiting out a paused one would bring a lease that had
+			// mostly run out on arrival, and the session would go into
+			// jeopardy right after a failover it had survived.
+			sent = time.Now()
 			var err error
 			resp, err = cli.KeepAlive(ctx, req, o)
 			return err
@@ -61,6 +68,15 @@ func (c *Client) keepAliveLoop() {
 		default:
 		}
 		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The master held the call past the local lease without a
+				// word: it may be paused or cut off while another has
+				// taken over. Ask the replicas who the master is now
+				// rather than waiting out the grace period on it.
+				c.mu.Lock()
+				c.master = ""
+				c.mu.Unlock()
+			}
 			if !c.lapse() {
 				return
 			}
