@@ -756,11 +756,11 @@ func (h *hanger) dial(ctx context.Context, addr string) (net.Conn, error) {
 
 // TestSessionSurvivesAHungMaster: the master stops answering without
 // closing its connections (a SIGSTOPped process) and another replica takes
-// over. The client's held KeepAlive runs into its local lease; the session
-// goes into jeopardy and must find the new master within the grace period
-// rather than wait it out on the hung one, keeping its lock. (The library
-// used to send its jeopardy KeepAlives to the hung master's address until
-// the grace period ended, and the session expired: the chaos suite's
+// over. The client gives up its held KeepAlive before its local lease
+// ends and must find the new master, rather than wait out the lease and
+// the grace period on the hung one, keeping its lock. (The library used
+// to send its jeopardy KeepAlives to the hung master's address until the
+// grace period ended, and the session expired: the chaos suite's
 // pause-chubby-leader made the cellar masters exit.)
 func TestSessionSurvivesAHungMaster(t *testing.T) {
 	tc := newTestCell(t, 3, nil)
@@ -786,13 +786,15 @@ func TestSessionSurvivesAHungMaster(t *testing.T) {
 	defer h.resume(tc.peers[old].ClientAddr)
 	tc.stop(old)
 	hungAt := time.Now()
-	waitFor(t, "jeopardy, then safe or expired", 20*time.Second, func() bool {
-		return events.count(coord.EventSafe, "") > 0 || events.count(coord.EventSessionExpired, "") > 0
+	waitFor(t, "the new master's failover event, or expiry", 20*time.Second, func() bool {
+		return events.count(coord.EventMasterFailover, "") > 0 || events.count(coord.EventSessionExpired, "") > 0
 	})
 	if events.count(coord.EventSessionExpired, "") > 0 {
 		t.Fatalf("the session expired %v after its master hung, though replica %d took over", time.Since(hungAt), tc.waitMaster())
 	}
-	t.Logf("safe again %v after the master hung (lease 2s, grace 3s)", time.Since(hungAt))
+	t.Logf("at the new master %v after the old one hung (lease 2s, grace 3s); %d jeopardy events",
+		time.Since(hungAt), events.count(coord.EventJeopardy, ""))
+	waitFor(t, "the session to be safe", 5*time.Second, a.Safe)
 	if !lock.LockHeld() {
 		t.Fatal("the lock is not held once the session is safe again")
 	}
