@@ -9,6 +9,9 @@
 // library reports a Jeopardy event and calls wait. If a KeepAlive succeeds
 // within the grace period the session is safe again (a Safe event);
 // otherwise it has expired (a SessionExpired event) and every call fails.
+// A KeepAlive the master holds past its expected answer is given up
+// shortly before the lease lapses, so that a session whose master is
+// paused or cut off can reach a new one while it is still safe.
 //
 // The cache keeps the contents and metadata of files. It is consistent: the
 // master invalidates a client's copy before it changes the node, and the
