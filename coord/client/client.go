@@ -338,14 +338,19 @@ func (c *Client) discoverCell(ctx context.Context) (string, error) {
 // on it while the session's lease runs out.
 func (c *Client) findMaster(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
+	// The calls still out end at once when ctx does (even one to a hung
+	// replica); none outlives this call, as Open sets opts.Cell later.
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
 	type answer struct {
 		master string
 		err    error
 	}
 	answers := make(chan answer, len(c.opts.Addrs))
 	for _, addr := range c.opts.Addrs {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			cli, err := c.conn(addr)
 			if err != nil {
 				answers <- answer{err: err}
