@@ -34,7 +34,8 @@
 //
 // The master answers a KeepAlive only after it has confirmed, through a
 // Raft read index, that it is still the leader, so a deposed master never
-// extends a lease. A new master starts a new epoch, gives every session a
+// extends a lease; nor does one end a session, which it reports expired
+// only once the end is committed. A new master starts a new epoch, gives every session a
 // fresh lease plus the grace period, and sends each a MASTER_FAILOVER event
 // so that clients flush caches that may have missed an invalidation.
 //

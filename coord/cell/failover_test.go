@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -623,5 +624,251 @@ func TestLockWaiterAcrossFailoverAfterHolderExpired(t *testing.T) {
 	tc.stop(master)
 	if err := <-acquired; err != nil {
 		t.Fatalf("the waiter never got the lock after the failover: %v", err)
+	}
+}
+
+// hangingConn passes bytes through while its address is not hung. While
+// it is, nothing moves either way, as with a SIGSTOPped process: what is
+// written is buffered (the kernel's buffers) and what arrives is held,
+// until the address runs again or the connection is closed.
+type hangingConn struct {
+	net.Conn
+	h      *hanger
+	addr   string
+	closed chan struct{}
+	once   sync.Once
+
+	wmu     sync.Mutex
+	pending [][]byte
+}
+
+func (c *hangingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.h.wait(c.addr, c.closed) {
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+func (c *hangingConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.h.isHung(c.addr) {
+		c.pending = append(c.pending, append([]byte(nil), p...))
+		return len(p), nil
+	}
+	if err := c.flushLocked(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// flush delivers what was written while the address hung.
+func (c *hangingConn) flush() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.flushLocked()
+}
+
+func (c *hangingConn) flushLocked() error {
+	for len(c.pending) > 0 {
+		if _, err := c.Conn.Write(c.pending[0]); err != nil {
+			return err
+		}
+		c.pending = c.pending[1:]
+	}
+	return nil
+}
+
+func (c *hangingConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// hanger is a dialer whose connections to an address can be made to hang
+// and run again, like a replica's process paused and resumed.
+type hanger struct {
+	mu    sync.Mutex
+	hung  map[string]chan struct{} // closed when the address runs again
+	conns []*hangingConn
+}
+
+func (h *hanger) hang(addr string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hung == nil {
+		h.hung = map[string]chan struct{}{}
+	}
+	if h.hung[addr] == nil {
+		h.hung[addr] = make(chan struct{})
+	}
+}
+
+func (h *hanger) isHung(addr string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hung[addr] != nil
+}
+
+func (h *hanger) resume(addr string) {
+	h.mu.Lock()
+	ch := h.hung[addr]
+	delete(h.hung, addr)
+	conns := append([]*hangingConn(nil), h.conns...)
+	h.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+	for _, c := range conns {
+		if c.addr == addr {
+			c.flush()
+		}
+	}
+}
+
+// wait returns once addr is not hung (true) or closed is (false).
+func (h *hanger) wait(addr string, closed chan struct{}) bool {
+	h.mu.Lock()
+	ch := h.hung[addr]
+	h.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-closed:
+		return false
+	}
+}
+
+func (h *hanger) dial(ctx context.Context, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &hangingConn{Conn: conn, h: h, addr: addr, closed: make(chan struct{})}
+	h.mu.Lock()
+	h.conns = append(h.conns, c)
+	h.mu.Unlock()
+	return c, nil
+}
+
+// TestSessionSurvivesAHungMaster: the master stops answering without
+// closing its connections (a SIGSTOPped process) and another replica takes
+// over. The client gives up its held KeepAlive before its local lease
+// ends and must find the new master, rather than wait out the lease and
+// the grace period on the hung one, keeping its lock. (The library used
+// to send its jeopardy KeepAlives to the hung master's address until the
+// grace period ended, and the session expired: the chaos suite's
+// pause-chubby-leader made the cellar masters exit.)
+func TestSessionSurvivesAHungMaster(t *testing.T) {
+	tc := newTestCell(t, 3, nil)
+	old := tc.waitMaster()
+	c := ctx(t)
+	var h hanger
+	var events eventLog
+	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 3 * time.Second,
+		Dialer: h.dial, OnEvent: events.add, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err := a.Open(c); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	lock, _, err := a.OpenNode(c, "/ls/local/master", client.OpenOptions{Mode: coord.ModeWrite, Create: true, LockDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+
+	h.hang(tc.peers[old].ClientAddr)
+	defer h.resume(tc.peers[old].ClientAddr)
+	tc.stop(old)
+	hungAt := time.Now()
+	waitFor(t, "the new master's failover event, or expiry", 20*time.Second, func() bool {
+		return events.count(coord.EventMasterFailover, "") > 0 || events.count(coord.EventSessionExpired, "") > 0
+	})
+	if events.count(coord.EventSessionExpired, "") > 0 {
+		t.Fatalf("the session expired %v after its master hung, though replica %d took over", time.Since(hungAt), tc.waitMaster())
+	}
+	t.Logf("at the new master %v after the old one hung (lease 2s, grace 3s); %d jeopardy events",
+		time.Since(hungAt), events.count(coord.EventJeopardy, ""))
+	waitFor(t, "the session to be safe", 5*time.Second, a.Safe)
+	if !lock.LockHeld() {
+		t.Fatal("the lock is not held once the session is safe again")
+	}
+	seq, err := lock.GetSequencer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CheckSequencer(c, seq); err != nil {
+		t.Fatalf("the lock's sequencer after the failover: %v", err)
+	}
+}
+
+// TestLeaseAfterAResumedMaster: the master hangs right after answering a
+// KeepAlive, holding the next one, and another replica takes over; the
+// hung one runs again within the client's lease and turns the held call
+// away, and the client's retry reaches the new master. The lease that
+// answer brings must count from the retry, not from the first attempt:
+// counted from the first, it had mostly run out on arrival and the
+// session went into jeopardy (and a cellar master with it lost the master
+// lock) after a failover it had survived (found by the chaos suite's
+// pause-chubby-leader).
+func TestLeaseAfterAResumedMaster(t *testing.T) {
+	answered := make(chan struct{}, 64)
+	tc := newTestCell(t, 3, func(o *cell.Options) {
+		o.Lease = 4 * time.Second // room for the stop and the election within one lease
+		o.KeepAlive = func(time.Duration) {
+			select {
+			case answered <- struct{}{}:
+			default:
+			}
+		}
+	})
+	old := tc.waitMaster()
+	c := ctx(t)
+	var h hanger
+	var events eventLog
+	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 3 * time.Second,
+		Dialer: h.dial, OnEvent: events.add, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err := a.Open(c); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	lock, _, err := a.OpenNode(c, "/ls/local/master", client.OpenOptions{Mode: coord.ModeWrite, Create: true, LockDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+
+	// Right after an answer, with the next KeepAlive held at the master,
+	// the master hangs and is deposed meanwhile; it runs again once
+	// another replica has taken over.
+	for len(answered) > 0 {
+		<-answered
+	}
+	<-answered
+	answeredAt := time.Now()
+	time.Sleep(100 * time.Millisecond)
+	addr := tc.peers[old].ClientAddr
+	h.hang(addr)
+	tc.stop(old)
+	tc.waitMaster()
+	h.resume(addr)
+	resumed := time.Now()
+	t.Logf("the master hung from %v to %v after its last answer (lease 4s)", 100*time.Millisecond, resumed.Sub(answeredAt))
+	waitFor(t, "the failover event", 5*time.Second, func() bool { return events.count(coord.EventMasterFailover, "") > 0 })
+	// Past the lease counted from the first attempt, and the next answer.
+	time.Sleep(5 * time.Second)
+	if n := events.count(coord.EventJeopardy, ""); n > 0 {
+		t.Fatalf("the session went into jeopardy %d times after the hung master ran again (%v ago), though replica %d had taken over",
+			n, time.Since(resumed), tc.waitMaster())
+	}
+	if !lock.LockHeld() {
+		t.Fatal("the lock is not held after the failover")
 	}
 }

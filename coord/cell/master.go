@@ -3,6 +3,7 @@ package cell
 import (
 	"context"
 	"crypto/hmac"
+	"errors"
 	"log/slog"
 	"sort"
 	"sync"
@@ -91,10 +92,36 @@ func newMaster(r *Replica) *master {
 // now returns the cell's clock in milliseconds.
 func (m *master) now() int64 { return m.clockBase + time.Since(m.clockAt).Milliseconds() }
 
-// propose proposes cmd stamped with the cell's clock.
+// propose proposes cmd stamped with the cell's clock. Like read, it gives
+// up with NotMaster when this master steps down; the outcome is then
+// unknown, which a client's request id settles at the next master.
 func (m *master) propose(ctx context.Context, cmd *pb.Command) (*pb.Result, error) {
 	cmd.NowMs = m.now()
-	return m.r.propose(ctx, cmd)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(m.ctx, cancel)()
+	res, err := m.r.propose(ctx, cmd)
+	if err != nil && m.ctx.Err() != nil && res == nil {
+		return nil, coord.Errorf(coord.NotMaster, "master stepped down")
+	}
+	return res, err
+}
+
+// read is a linearizable read for a client's call that gives up when this
+// master steps down, with NotMaster so that the client goes to the new
+// one. A read index issued by a deposed leader that has not heard of the
+// new term yet (a paused process, just resumed) is not answered but waits
+// out the call's deadline, which is the client's local lease: the client
+// would find the new master only in jeopardy.
+func (m *master) read(ctx context.Context, q any) (any, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(m.ctx, cancel)()
+	v, err := m.r.read(ctx, q)
+	if err != nil && m.ctx.Err() != nil {
+		return nil, coord.Errorf(coord.NotMaster, "master stepped down")
+	}
+	return v, err
 }
 
 func (m *master) stop() {
@@ -186,6 +213,20 @@ func (m *master) run() {
 			// stale, and a follower's proposals reach the new leader.
 			continue
 		}
+		if !m.anyLapsed(time.Now()) {
+			continue
+		}
+		// A master paused past its deposition runs again believing it
+		// leads until it hears of the new term, and finds every lease
+		// lapsed. Only a read index, which a quorum must confirm in this
+		// replica's term, proves that it still leads: until then no
+		// session is marked expiring, which its calls would see.
+		ctx, cancel := context.WithTimeout(m.ctx, m.lease)
+		_, err := m.read(ctx, fsm.InfoQuery{})
+		cancel()
+		if err != nil || m.ctx.Err() != nil || !m.leads() {
+			continue
+		}
 		now := time.Now()
 		var lapsed []*liveSession
 		m.mu.Lock()
@@ -209,6 +250,18 @@ func (m *master) run() {
 			}(s)
 		}
 	}
+}
+
+// anyLapsed tells whether a session's lease ended before now.
+func (m *master) anyLapsed(now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.sessions {
+		if !s.expiring && now.After(s.leaseEnd) {
+			return true
+		}
+	}
+	return false
 }
 
 // trimEvents proposes, every EventAckInterval, one AckEvents command with
@@ -257,17 +310,58 @@ func (m *master) trimEvents() {
 	}
 }
 
-// session validates a session reference against the live sessions.
-func (m *master) session(ref *pb.SessionRef) (*liveSession, error) {
+// session validates a session reference against the live sessions. Only
+// a committed end is reported as SessionExpired: a session whose lapsed
+// lease this master is still expiring gets a retryable answer (the
+// EndSession may yet be refused, if this master turns out to be deposed),
+// and one this master does not know is looked up in the replicated state
+// first (see adopt).
+func (m *master) session(ctx context.Context, ref *pb.SessionRef) (*liveSession, error) {
 	if ref == nil {
 		return nil, coord.Errorf(coord.InvalidArgument, "no session")
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.sessions[ref.Id]
-	if s == nil || s.expiring || !hmac.Equal(ref.Check, fsm.Check(m.key, ref.Id, 0)) {
+	if !hmac.Equal(ref.Check, fsm.Check(m.key, ref.Id, 0)) {
 		return nil, coord.Errorf(coord.SessionExpired, "session %d has expired or does not exist", ref.Id)
 	}
+	m.mu.Lock()
+	s := m.sessions[ref.Id]
+	expiring := s != nil && s.expiring
+	m.mu.Unlock()
+	switch {
+	case expiring:
+		return nil, coord.Errorf(coord.Unavailable, "session %d: its lease lapsed and its end is not committed yet", ref.Id)
+	case s == nil:
+		return m.adopt(ctx, ref.Id)
+	}
+	return s, nil
+}
+
+// adopt answers for a session this master has no lease for: SessionExpired
+// if the replicated state, read after a read index, no longer has it, and
+// otherwise a fresh lease. A session may be committed without this
+// master's knowledge: a deposed master's CreateSession forwarded by
+// dragonboat after this master's NewEpoch.
+func (m *master) adopt(ctx context.Context, id uint64) (*liveSession, error) {
+	v, err := m.read(ctx, fsm.EventsQuery{Session: id})
+	if err != nil {
+		return nil, err
+	}
+	if m.ctx.Err() != nil || !m.leads() {
+		return nil, coord.Errorf(coord.NotMaster, "no longer the leader")
+	}
+	if !v.(fsm.Events).Found {
+		return nil, coord.Errorf(coord.SessionExpired, "session %d has expired or does not exist", id)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.sessions[id]; s != nil {
+		if s.expiring {
+			return nil, coord.Errorf(coord.Unavailable, "session %d: its lease lapsed and its end is not committed yet", id)
+		}
+		return s, nil
+	}
+	s := m.newLiveSession(id, time.Now().Add(m.lease))
+	m.sessions[id] = s
 	return s, nil
 }
 
@@ -312,7 +406,7 @@ func (m *master) createSession(ctx context.Context, principal string) (*pb.Creat
 // endSession invalidates what the session's end changes, commits it, and
 // lets waiting lockers retry.
 func (m *master) endSession(ctx context.Context, id uint64, expired bool) error {
-	v, err := m.r.read(ctx, fsm.SessionPathsQuery{Session: id})
+	v, err := m.read(ctx, fsm.SessionPathsQuery{Session: id})
 	if err != nil {
 		return err
 	}
@@ -464,7 +558,7 @@ func (m *master) handlePath(ctx context.Context, id uint64) (string, error) {
 	if ok {
 		return p, nil
 	}
-	v, err := m.r.read(ctx, fsm.HandleQuery{Handle: id})
+	v, err := m.read(ctx, fsm.HandleQuery{Handle: id})
 	if err != nil {
 		return "", err
 	}
@@ -521,12 +615,16 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	if fn := m.r.opts.KeepAlive; fn != nil {
 		defer func() { fn(time.Since(arrived) - held) }()
 	}
-	s, err := m.session(req.Session)
+	s, err := m.session(ctx, req.Session)
 	if err != nil {
 		if !m.leads() {
 			return nil, coord.Errorf(coord.NotMaster, "no longer the leader")
 		}
-		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
+		var ce *coord.Error
+		if errors.As(err, &ce) && ce.Kind == coord.SessionExpired {
+			return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
+		}
+		return nil, err
 	}
 	// A wake-up left from before this call is stale: what it announced is
 	// either acknowledged or found by hasEvents below. Events applied
@@ -578,7 +676,7 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	// same read index makes the events read here every event committed
 	// so far. Those after the client's acknowledgement go out, possibly
 	// again (an answer may be lost): the client drops numbers it has seen.
-	v, err := m.r.read(ctx, fsm.EventsQuery{Session: s.id, After: req.AckedEventSeq})
+	v, err := m.read(ctx, fsm.EventsQuery{Session: s.id, After: req.AckedEventSeq})
 	if err != nil {
 		return nil, err
 	}
@@ -594,8 +692,13 @@ func (m *master) keepAlive(ctx context.Context, req *pb.KeepAliveRequest) (*pb.K
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.sessions[s.id] != s || s.expiring || !events.Found {
+	if !events.Found {
 		return &pb.KeepAliveResponse{Expired: true, Epoch: m.epoch}, nil
+	}
+	if m.sessions[s.id] != s || s.expiring {
+		// Being expired (or just ended) here: "expired" only once the
+		// end is committed, which the client's next try finds.
+		return nil, coord.Errorf(coord.Unavailable, "session %d: its lease lapsed and its end is not committed yet", s.id)
 	}
 	// The lease runs from now; the client learns how long the call was
 	// held, so that its own reckoning starts no later than this.

@@ -134,9 +134,13 @@ func (s *server) CloseSession(ctx context.Context, req *pb.CloseSessionRequest) 
 	if err != nil {
 		return nil, err
 	}
-	sess, err := m.session(req.Session)
-	if err != nil {
+	sess, err := m.session(ctx, req.Session)
+	var ce *coord.Error
+	if errors.As(err, &ce) && ce.Kind == coord.SessionExpired {
 		return &pb.CloseSessionResponse{}, nil // already gone
+	}
+	if err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	sess.expiring = true
@@ -155,7 +159,7 @@ func (s *server) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenRespons
 	if err != nil {
 		return nil, err
 	}
-	sess, err := m.session(req.Session)
+	sess, err := m.session(ctx, req.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +187,7 @@ func (s *server) withHandle(ctx context.Context, sref *pb.SessionRef, href *pb.H
 	if err != nil {
 		return nil, nil, "", err
 	}
-	sess, err := m.session(sref)
+	sess, err := m.session(ctx, sref)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -212,7 +216,7 @@ func (s *server) get(ctx context.Context, req *pb.HandleRequest, contents bool) 
 		return nil, err
 	}
 	cacheable := m.registerCacher(sess, path)
-	v, err := m.r.read(ctx, fsm.GetQuery{Session: req.Session, Handle: req.Handle, Contents: contents})
+	v, err := m.read(ctx, fsm.GetQuery{Session: req.Session, Handle: req.Handle, Contents: contents})
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +238,7 @@ func (s *server) ReadDir(ctx context.Context, req *pb.HandleRequest) (*pb.ReadDi
 	if err != nil {
 		return nil, err
 	}
-	v, err := m.r.read(ctx, fsm.ReadDirQuery{Session: req.Session, Handle: req.Handle})
+	v, err := m.read(ctx, fsm.ReadDirQuery{Session: req.Session, Handle: req.Handle})
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +325,7 @@ func (s *server) Acquire(ctx context.Context, req *pb.AcquireRequest) (*pb.Acqui
 		case <-m.ctx.Done():
 			return nil, coord.Errorf(coord.NotMaster, "master stepped down")
 		}
-		if _, err := m.session(req.Session); err != nil {
+		if _, err := m.session(ctx, req.Session); err != nil {
 			return nil, err
 		}
 	}

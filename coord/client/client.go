@@ -9,6 +9,9 @@
 // library reports a Jeopardy event and calls wait. If a KeepAlive succeeds
 // within the grace period the session is safe again (a Safe event);
 // otherwise it has expired (a SessionExpired event) and every call fails.
+// A KeepAlive the master holds past its expected answer is given up
+// shortly before the lease lapses, so that a session whose master is
+// paused or cut off can reach a new one while it is still safe.
 //
 // The cache keeps the contents and metadata of files. It is consistent: the
 // master invalidates a client's copy before it changes the node, and the
@@ -122,7 +125,8 @@ type Client struct {
 	master      string
 	session     *pb.SessionRef
 	epoch       uint64
-	leaseEnd    time.Time // local, conservative
+	leaseEnd    time.Time     // local, conservative
+	lease       time.Duration // the lease the master granted last
 	jeopardyAt  time.Time
 	ackedEvent  uint64
 	ackedInval  uint64
@@ -187,7 +191,8 @@ func (c *Client) Open(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.session, c.epoch, c.state = resp.Session, resp.Epoch, stateSafe
-	c.leaseEnd = start.Add(conservative(time.Duration(resp.LeaseMs) * time.Millisecond))
+	c.lease = time.Duration(resp.LeaseMs) * time.Millisecond
+	c.leaseEnd = start.Add(conservative(c.lease))
 	c.mu.Unlock()
 	c.wg.Add(2)
 	go c.keepAliveLoop()
@@ -328,29 +333,53 @@ func (c *Client) discoverCell(ctx context.Context) (string, error) {
 	return cell, nil
 }
 
-// findMaster asks the replicas who the master is.
+// findMaster asks the replicas who the master is, all at once: one of
+// them may be paused or cut off, and asking in turn would wait a second
+// on it while the session's lease runs out.
 func (c *Client) findMaster(ctx context.Context) (string, error) {
-	var last error
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	// The calls still out end at once when ctx does (even one to a hung
+	// replica); none outlives this call, as Open sets opts.Cell later.
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	type answer struct {
+		master string
+		err    error
+	}
+	answers := make(chan answer, len(c.opts.Addrs))
 	for _, addr := range c.opts.Addrs {
-		cli, err := c.conn(addr)
-		if err != nil {
-			last = err
-			continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cli, err := c.conn(addr)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			resp, err := cli.FindMaster(c.outgoing(ctx), &pb.FindMasterRequest{})
+			switch {
+			case err != nil:
+				answers <- answer{err: err}
+			case resp.Cell != "" && c.opts.Cell != "" && resp.Cell != c.opts.Cell:
+				answers <- answer{err: coord.Errorf(coord.InvalidArgument, "replica %s serves cell %q, not %q", addr, resp.Cell, c.opts.Cell)}
+			case resp.Master == "":
+				answers <- answer{err: coord.Errorf(coord.Unavailable, "cell %s is electing a master", c.opts.Cell)}
+			default:
+				answers <- answer{master: resp.Master}
+			}
+		}()
+	}
+	var last error
+	for range c.opts.Addrs {
+		a := <-answers
+		if a.err == nil {
+			return a.master, nil
 		}
-		actx, cancel := context.WithTimeout(ctx, time.Second)
-		resp, err := cli.FindMaster(c.outgoing(actx), &pb.FindMasterRequest{})
-		cancel()
-		if err != nil {
-			last = err
-			continue
+		var ce *coord.Error
+		if errors.As(a.err, &ce) && ce.Kind == coord.InvalidArgument {
+			return "", a.err
 		}
-		if resp.Cell != "" && c.opts.Cell != "" && resp.Cell != c.opts.Cell {
-			return "", coord.Errorf(coord.InvalidArgument, "replica %s serves cell %q, not %q", addr, resp.Cell, c.opts.Cell)
-		}
-		if resp.Master != "" {
-			return resp.Master, nil
-		}
-		last = coord.Errorf(coord.Unavailable, "cell %s is electing a master", c.opts.Cell)
+		last = a.err
 	}
 	if last == nil {
 		last = coord.Errorf(coord.Unavailable, "no replica of cell %s answered", c.opts.Cell)

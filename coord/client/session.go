@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -32,6 +33,16 @@ func (c *Client) keepAliveLoop() {
 		req := &pb.KeepAliveRequest{Session: c.session, AckedEventSeq: c.ackedEvent,
 			AckedInvalidationSeq: c.ackedInval, RequestAckBelow: c.ackBelow()}
 		deadline := c.leaseEnd
+		// A master that has not answered by halfway between its expected
+		// answer and the local lease's end may be paused or cut off
+		// while another has taken over. Give up on it then, so that the
+		// session can find the new master while it is still safe rather
+		// than in jeopardy (which a server fencing itself with a lock
+		// counts as losing it). A retry at a master that was only slow
+		// costs one call.
+		if early := deadline.Add(-earlyMargin(c.lease)); time.Until(early) > 0 {
+			deadline = early
+		}
 		if c.state == stateJeopardy {
 			deadline = c.jeopardyAt.Add(c.opts.Grace)
 		}
@@ -47,9 +58,15 @@ func (c *Client) keepAliveLoop() {
 			case <-ctx.Done():
 			}
 		}()
-		sent := time.Now()
+		var sent time.Time
 		var resp *pb.KeepAliveResponse
 		err := c.retry(ctx, func(ctx context.Context, cli pb.ChubbyClient, o grpc.CallOption) error {
+			// The lease counts from the attempt that was answered: from
+			// the first, a call that reached the new master only after
+			// waiting out a paused one would bring a lease that had
+			// mostly run out on arrival, and the session would go into
+			// jeopardy right after a failover it had survived.
+			sent = time.Now()
 			var err error
 			resp, err = cli.KeepAlive(ctx, req, o)
 			return err
@@ -61,6 +78,16 @@ func (c *Client) keepAliveLoop() {
 		default:
 		}
 		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The master held the call past its expected answer
+				// without a word: it may be paused or cut off while
+				// another has taken over. Ask the replicas who the
+				// master is now rather than waiting out the lease and
+				// the grace period on it.
+				c.mu.Lock()
+				c.master = ""
+				c.mu.Unlock()
+			}
 			if !c.lapse() {
 				return
 			}
@@ -75,6 +102,15 @@ func (c *Client) keepAliveLoop() {
 		}
 		c.answer(sent, resp)
 	}
+}
+
+// earlyMargin is how long before the local lease's end a held KeepAlive
+// is given up: half the time by which the master's answer should come
+// before it. The master answers min(lease/4, 2s) before its own lease
+// ends (coord/cell), and the local lease ends lease/20 earlier than the
+// master's (conservative). Zero when there is no such time.
+func earlyMargin(lease time.Duration) time.Duration {
+	return max(min(lease/4, 2*time.Second)-lease/20, 0) / 2
 }
 
 // lapse is called when a KeepAlive failed: once the local lease has run
@@ -122,6 +158,7 @@ func (c *Client) answer(sent time.Time, resp *pb.KeepAliveResponse) {
 	c.mu.Lock()
 	// The master started the lease HeldMs after the request reached it,
 	// so no earlier than sent + HeldMs by its clock.
+	c.lease = time.Duration(resp.LeaseMs) * time.Millisecond
 	c.leaseEnd = sent.Add(conservative(time.Duration(resp.HeldMs+resp.LeaseMs) * time.Millisecond))
 	c.epoch = resp.Epoch
 	wasJeopardy := c.state == stateJeopardy

@@ -24,8 +24,7 @@ const recoveryBound = 60 * time.Second
 
 // TestChaos runs the cluster under the eight clients and the nemesis, and
 // checks the histories. By default it is the short run of make test:
-// every fault kind but pause-chubby-leader twice, in an order the seed
-// picks (3 to 5 minutes).
+// every fault kind twice, in an order the seed picks (3 to 5 minutes).
 // With CELLAR_CHAOS_DURATION (make soak) it injects random faults for
 // that long. CELLAR_CHAOS_SEED sets the seed, which the summary prints.
 func TestChaos(t *testing.T) {
