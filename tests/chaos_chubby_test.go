@@ -20,6 +20,7 @@ import (
 	"github.com/cellardb/cellar/coord"
 	coordclient "github.com/cellardb/cellar/coord/client"
 	coordpb "github.com/cellardb/cellar/coord/coordpb"
+	"github.com/cellardb/cellar/tests/chaos"
 	"github.com/cellardb/cellar/tests/chaos/netfault"
 )
 
@@ -237,7 +238,7 @@ func checkEvents(t *testing.T, heard, listed []string) (lost []string, failovers
 // in a directory, in order, without gaps or duplicates, across the
 // failovers.
 func TestChubbyLeaderFaults(t *testing.T) {
-	seed := chaosSeed(t, 9)
+	seed := chaos.Seed(t, 9)
 	const (
 		failoverBound = 10 * time.Second // fault to a new master
 		// Ephemeral file gone after its session was cut: the lease and,

@@ -24,6 +24,7 @@ import (
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/kv/model"
 	pb "github.com/cellardb/cellar/kv/tabletpb"
+	"github.com/cellardb/cellar/tests/chaos"
 )
 
 // httpOf reads, from a process's output after its ready line, the address
@@ -277,7 +278,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitSta
 func TestChaosDiskFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	seed := chaosSeed(t, 7)
+	seed := chaos.Seed(t, 7)
 	c := startProcCluster(t, 0, 0)
 	statusAddr := freeLoopbackPort(t)
 	cmd, _ := startProcess(t, c.bin, "active master", "master", "-listen", statusAddr, "-rpc", freeLoopbackPort(t), "-chubby", c.chubby,

@@ -8,32 +8,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 
+	"github.com/cellardb/cellar/tests/chaos"
 	"github.com/cellardb/cellar/tests/chaos/netfault"
 )
-
-// chaosSeed is the seed of a chaos test: $CELLAR_CHAOS_SEED if set (to
-// replay a run; make soak sets a new one each time), else def. It is
-// logged.
-func chaosSeed(t *testing.T, def uint64) uint64 {
-	t.Helper()
-	seed := def
-	if s := os.Getenv("CELLAR_CHAOS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CELLAR_CHAOS_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (CELLAR_CHAOS_SEED=%d replays it)", seed, seed)
-	return seed
-}
 
 // netCell is a Chubby cell of "cellar chubby" processes whose ports are
 // all behind netfault proxies: each replica's Raft address in -peers is a
@@ -166,7 +149,7 @@ func startNetServer(t *testing.T, pc *procCluster, cell *netCell, name string) *
 // joins, and full service is back within the stated bound. The rows stay
 // linearizable throughout, so no acknowledged write is lost.
 func TestTabletServerPartitionedFromChubby(t *testing.T) {
-	seed := chaosSeed(t, 9)
+	seed := chaos.Seed(t, 9)
 	const (
 		// The longest the clients may go without an acknowledgement:
 		// the lease (3s) runs out, the master's session expiry, the

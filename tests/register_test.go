@@ -15,65 +15,8 @@ import (
 
 	"cloud.google.com/go/bigtable"
 	"github.com/anishathalye/porcupine"
+	"github.com/cellardb/cellar/tests/chaos"
 )
-
-// A register per row: reads, blind writes and compare-and-swaps of one
-// cell, through the Bigtable API. An operation whose outcome is unknown
-// (an error other than a refused CAS) may take effect at any time after
-// its call.
-type rowInput struct {
-	op       string // read, write, cas
-	value    string // written (write, cas)
-	expected string // cas
-}
-
-type rowOutput struct {
-	value   string // read
-	ok      bool   // cas: swapped
-	unknown bool
-}
-
-var rowRegister = porcupine.NondeterministicModel{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		byRow := map[string][]porcupine.Operation{}
-		for _, op := range h {
-			byRow[op.Metadata.(string)] = append(byRow[op.Metadata.(string)], op)
-		}
-		var out [][]porcupine.Operation
-		for _, ops := range byRow {
-			out = append(out, ops)
-		}
-		return out
-	},
-	Init: func() []any { return []any{""} },
-	Step: func(state, input, output any) []any {
-		s, in, out := state.(string), input.(rowInput), output.(rowOutput)
-		switch {
-		case out.unknown && in.op == "read":
-			return []any{s}
-		case out.unknown && in.op == "cas" && in.expected != s:
-			return []any{s}
-		case out.unknown:
-			return []any{s, in.value}
-		case in.op == "read" && out.value == s:
-			return []any{s}
-		case in.op == "write":
-			return []any{in.value}
-		case in.op == "cas" && out.ok && in.expected == s:
-			return []any{in.value}
-		case in.op == "cas" && !out.ok && in.expected != s:
-			return []any{s}
-		}
-		return nil
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(rowInput), output.(rowOutput)
-		if out.unknown {
-			return fmt.Sprintf("%s(%q, %q) -> unknown", in.op, in.expected, in.value)
-		}
-		return fmt.Sprintf("%s(%q, %q) -> %q ok=%v", in.op, in.expected, in.value, out.value, out.ok)
-	},
-}
 
 // createRegisterTable creates table with family f through the Bigtable
 // admin API at BIGTABLE_EMULATOR_HOST.
@@ -131,18 +74,18 @@ func startRegisterLoad(ctx context.Context, t *testing.T, table string, rows []s
 				switch r.IntN(3) {
 				case 0:
 					got, err := tbl.ReadRow(opCtx, row, bigtable.RowFilter(bigtable.LatestNFilter(1)))
-					out := rowOutput{unknown: err != nil}
+					out := chaos.RegisterOutput{Unknown: err != nil}
 					if err == nil {
 						for _, it := range got["f"] {
-							out.value = string(it.Value)
+							out.Value = string(it.Value)
 						}
 					}
-					l.record(c, row, rowInput{op: "read"}, out, call)
+					l.record(c, row, chaos.RegisterInput{Op: "read", Door: "bigtable"}, out, call)
 				case 1:
 					m := bigtable.NewMutation()
 					m.Set("f", "v", bigtable.ServerTime, []byte(value))
 					err := tbl.Apply(opCtx, row, m)
-					l.record(c, row, rowInput{op: "write", value: value}, rowOutput{unknown: err != nil}, call)
+					l.record(c, row, chaos.RegisterInput{Op: "write", Value: value, Door: "bigtable"}, chaos.RegisterOutput{Unknown: err != nil}, call)
 				default:
 					// Swap from what this client last read of the row, or
 					// from the empty register.
@@ -161,7 +104,7 @@ func startRegisterLoad(ctx context.Context, t *testing.T, table string, rows []s
 					var matched bool
 					err := tbl.Apply(opCtx, row, cond, bigtable.GetCondMutationResult(&matched))
 					swapped := matched == (expected != "")
-					l.record(c, row, rowInput{op: "cas", value: value, expected: expected}, rowOutput{ok: swapped, unknown: err != nil}, call)
+					l.record(c, row, chaos.RegisterInput{Op: "cas", Value: value, Expected: expected, Door: "bigtable"}, chaos.RegisterOutput{Swapped: swapped, Unknown: err != nil}, call)
 				}
 				opCancel()
 				time.Sleep(time.Duration(r.IntN(20)) * time.Millisecond)
@@ -173,15 +116,15 @@ func startRegisterLoad(ctx context.Context, t *testing.T, table string, rows []s
 
 // record adds an operation; one whose outcome is unknown may take effect
 // at any time after its call, so it never returns.
-func (l *registerLoad) record(client int, row string, in rowInput, out rowOutput, call time.Time) {
+func (l *registerLoad) record(client int, row string, in chaos.RegisterInput, out chaos.RegisterOutput, call time.Time) {
 	ret := time.Since(l.start).Nanoseconds()
-	if out.unknown {
+	if out.Unknown {
 		ret = 1 << 62
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.attempted++
-	if out.unknown {
+	if out.Unknown {
 		l.unknown++
 	} else {
 		l.acked++
@@ -196,8 +139,8 @@ func (l *registerLoad) lastRead(client int, row string) string {
 	defer l.mu.Unlock()
 	for i := len(l.history) - 1; i >= 0; i-- {
 		h := l.history[i]
-		if in := h.Input.(rowInput); h.Metadata == row && h.ClientId == client && in.op == "read" && !h.Output.(rowOutput).unknown {
-			return h.Output.(rowOutput).value
+		if in := h.Input.(chaos.RegisterInput); h.Metadata == row && h.ClientId == client && in.Op == "read" && !h.Output.(chaos.RegisterOutput).Unknown {
+			return h.Output.(chaos.RegisterOutput).Value
 		}
 	}
 	return ""
@@ -216,7 +159,7 @@ func (l *registerLoad) longestGap(from, to time.Time) (time.Duration, time.Time)
 	l.mu.Lock()
 	var acks []int64
 	for _, op := range l.history {
-		if !op.Output.(rowOutput).unknown {
+		if !op.Output.(chaos.RegisterOutput).Unknown {
 			acks = append(acks, op.Return)
 		}
 	}
@@ -246,11 +189,13 @@ func (l *registerLoad) check(t *testing.T) porcupine.CheckResult {
 	l.mu.Lock()
 	history := slices.Clone(l.history)
 	l.mu.Unlock()
-	res, info := porcupine.CheckOperationsVerbose(rowRegister.ToModel(), history, time.Minute)
+	nm := chaos.RegisterModel()
+	model := nm.ToModel()
+	res, info := porcupine.CheckOperationsVerbose(model, history, time.Minute)
 	if res != porcupine.Ok {
 		path := filepath.Join(os.TempDir(), "cellar-"+strings.ReplaceAll(t.Name(), "/", "-")+"-history.html")
 		if f, err := os.Create(path); err == nil {
-			porcupine.Visualize(rowRegister.ToModel(), info, f)
+			porcupine.Visualize(model, info, f)
 			f.Close()
 		}
 		t.Fatalf("the rows' history is not linearizable (%v); the failing path is drawn in %s", res, path)

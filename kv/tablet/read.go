@@ -374,23 +374,25 @@ func (r *resolver) entry(key, value []byte) {
 }
 
 // groupsFor returns the locality groups that hold the given families.
-func groupsFor(si *schemaInfo, families []string) []int {
+func groupsFor(si *schemaInfo, families []string) []int { return appendGroups(nil, si, families) }
+
+// appendGroups is groupsFor appending to dst (a pooled point read's
+// buffer).
+func appendGroups(dst []int, si *schemaInfo, families []string) []int {
 	if families == nil {
-		out := make([]int, len(si.groups))
-		for i := range out {
-			out[i] = i
+		for i := range si.groups {
+			dst = append(dst, i)
 		}
-		return out
+		return dst
 	}
 	seen := make([]bool, len(si.groups))
-	var out []int
 	for _, f := range families {
 		if fi := si.families[f]; fi != nil && !seen[fi.group] {
 			seen[fi.group] = true
-			out = append(out, fi.group)
+			dst = append(dst, fi.group)
 		}
 	}
-	return out
+	return dst
 }
 
 // sources opens the iterators of a read of the keys in [lo, hi) (hi nil:
@@ -497,7 +499,8 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (mod
 	defer t.s.pointReads.Put(p)
 	p.key = model.AppendRowPrefix(p.key[:0], row)
 	p.limit = model.RowLimit(append(p.limit[:0], p.key...))
-	p.m.iters = t.appendSources(p.m.iters[:0], v, snapshot, p.groupsFor(si, opts.Families), p.key, p.limit, true, opts.Stats)
+	p.groups = appendGroups(p.groups[:0], si, opts.Families)
+	p.m.iters = t.appendSources(p.m.iters[:0], v, snapshot, p.groups, p.key, p.limit, true, opts.Stats)
 	defer p.m.closeIters()
 	r := p.resolver(snapshot, si, &opts)
 	r.limit = p.limit
@@ -528,18 +531,6 @@ type pointRead struct {
 }
 
 func newPointRead() any { return &pointRead{} }
-
-// groups is groupsFor without the allocation when every family is read.
-func (p *pointRead) groupsFor(si *schemaInfo, families []string) []int {
-	if families != nil {
-		return groupsFor(si, families)
-	}
-	p.groups = p.groups[:0]
-	for i := range si.groups {
-		p.groups = append(p.groups, i)
-	}
-	return p.groups
-}
 
 // resolver resets the pooled resolver for a read of the given snapshot
 // and schema, keeping its buffers but not its arena (the previous read's

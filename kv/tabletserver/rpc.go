@@ -272,30 +272,38 @@ func (f filter) matches(ev *model.RowFilterEvaluator, key []byte, in []model.Cel
 	return ev == nil || len(ev.Eval(key, cells)) > 0
 }
 
-// rowProto returns the row as the filter passes it, or nil if no cell
-// passes: the cells of the steps above, then what the row filter (ev, nil
-// if there is none) outputs, with labels and stripped values.
+// passed returns the row as the filter passes it (no cells if none
+// passes): the cells of the steps above, then what the row filter (ev,
+// nil if there is none) outputs, with labels and stripped values. The
+// evaluator lends its result until its next Eval, so its cells' headers
+// are copied (their bytes belong to the read, and the labels to the
+// compiled filter, which outlive the answer).
+func (f filter) passed(ev *model.RowFilterEvaluator, row model.Row) model.Row {
+	out := model.Row{Key: row.Key, Cells: f.cells(row.Cells)}
+	if ev == nil || len(out.Cells) == 0 {
+		return out
+	}
+	lc := ev.Eval(row.Key, out.Cells)
+	out.Cells = make([]model.Cell, len(lc))
+	for i := range lc {
+		out.Cells[i] = lc[i].Cell
+		if lc[i].Labels != nil {
+			if out.Labels == nil {
+				out.Labels = make([][]string, len(lc))
+			}
+			out.Labels[i] = lc[i].Labels
+		}
+	}
+	return out
+}
+
+// rowProto is passed as a protobuf row, or nil if no cell passes.
 func (f filter) rowProto(ev *model.RowFilterEvaluator, row model.Row) *pb.Row {
-	cells := f.cells(row.Cells)
-	if len(cells) == 0 {
+	r := f.passed(ev, row)
+	if len(r.Cells) == 0 {
 		return nil
 	}
-	if ev == nil {
-		return rowToProto(model.Row{Key: row.Key}, cells)
-	}
-	// The evaluator's result is borrowed until its next Eval: the proto
-	// row copies the cells' headers (their bytes belong to the read, and
-	// the labels to the compiled filter, which outlive the response).
-	out := ev.Eval(row.Key, cells)
-	if len(out) == 0 {
-		return nil
-	}
-	p := &pb.Row{Key: row.Key, Cells: make([]*pb.Cell, len(out))}
-	for i := range out {
-		c := &out[i]
-		p.Cells[i] = &pb.Cell{Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value, Labels: c.Labels}
-	}
-	return p
+	return rowToProto(r, r.Cells)
 }
 
 func rowToProto(r model.Row, cells []model.Cell) *pb.Row {
@@ -355,10 +363,7 @@ func (s *Server) ReadRowLocal(ctx context.Context, req *pb.ReadRowRequest) (mode
 	return s.readRow(ctx, req)
 }
 
-// readRow reads the row through the request's filter. The row filter's
-// evaluator lends its result until its next Eval, so the row's cells are
-// copied from it (only their headers: the bytes belong to the read, and
-// the labels to the compiled filter).
+// readRow reads the row through the request's filter (see passed).
 func (s *Server) readRow(ctx context.Context, req *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error) {
 	if err := s.serving(); err != nil {
 		return model.Row{}, false, nil, err
@@ -392,20 +397,7 @@ func (s *Server) readRow(ctx context.Context, req *pb.ReadRowRequest) (model.Row
 	if !found {
 		return model.Row{}, false, f.statsProto(st), nil
 	}
-	row.Cells = f.cells(row.Cells)
-	if ev := f.evaluator(s.opts.Rand); ev != nil && len(row.Cells) > 0 {
-		out := ev.Eval(row.Key, row.Cells)
-		row.Cells = make([]model.Cell, len(out))
-		for i := range out {
-			row.Cells[i] = out[i].Cell
-			if out[i].Labels != nil {
-				if row.Labels == nil {
-					row.Labels = make([][]string, len(out))
-				}
-				row.Labels[i] = out[i].Labels
-			}
-		}
-	}
+	row = f.passed(f.evaluator(s.opts.Rand), row)
 	if len(row.Cells) == 0 {
 		return model.Row{}, false, f.statsProto(st), nil
 	}

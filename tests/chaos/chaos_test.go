@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -28,14 +27,7 @@ const recoveryBound = 60 * time.Second
 // With CELLAR_CHAOS_DURATION (make soak) it injects random faults for
 // that long. CELLAR_CHAOS_SEED sets the seed, which the summary prints.
 func TestChaos(t *testing.T) {
-	seed := uint64(defaultSeed)
-	if s := os.Getenv("CELLAR_CHAOS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CELLAR_CHAOS_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
+	seed := Seed(t, defaultSeed)
 	var soak time.Duration
 	if s := os.Getenv("CELLAR_CHAOS_DURATION"); s != "" {
 		v, err := time.ParseDuration(s)
@@ -44,7 +36,6 @@ func TestChaos(t *testing.T) {
 		}
 		soak = v
 	}
-	t.Logf("seed %d (replay with CELLAR_CHAOS_SEED=%d)", seed, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), soak+15*time.Minute)
 	defer cancel()
 
