@@ -38,6 +38,10 @@ const (
 // flushThreshold: rows are flushed to the client every this many bytes.
 const flushThreshold = 64 << 10
 
+// maxKeptOut: a flushed output buffer up to this size is kept for the
+// next message; a bigger one (a large result) is let go.
+const maxKeptOut = 1 << 20
+
 type conn struct {
 	srv *Server
 	nc  net.Conn
@@ -58,15 +62,16 @@ type conn struct {
 	// server's drain). Guarded by mu, which drain also takes.
 	deadlineSet bool
 
-	pending  int // bytes sent since the last flush
-	skipping bool
-	stmts    map[string]*prepared
-	portals  map[string]*portal
+	// out holds the messages sent since the last flush. pgwire encodes
+	// into it itself rather than through pgproto3's Backend.Send/Flush:
+	// that Flush drops any buffer over 1 KiB, so each 1 KB row cost two
+	// allocations and a copy per query.
+	out       []byte
+	encodeErr error
+	skipping  bool
+	stmts     map[string]*prepared
+	portals   map[string]*portal
 
-	// Reused for each DataRow: Send encodes a message at once, so its
-	// memory is free again when Send returns.
-	dataRow pgproto3.DataRow
-	rowBuf  []byte
 	// unnamed is the unnamed portal's memory, reused by every Bind to
 	// it (the extended protocol's common case): a Bind replaces the
 	// unnamed portal, so nothing else holds it then.
@@ -140,8 +145,8 @@ func (c *conn) serve() {
 	c.nc.SetDeadline(time.Time{})
 	c.be.SetMaxBodyLen(c.srv.opts.MaxMessageSize)
 	c.stmts, c.portals = map[string]*prepared{}, map[string]*portal{}
-	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
-	if err := c.be.Flush(); err != nil {
+	c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
+	if err := c.flush(); err != nil {
 		return
 	}
 	c.loop()
@@ -165,8 +170,8 @@ func (c *conn) reportFatal(err error) {
 	if c.be == nil {
 		c.be = pgproto3.NewBackend(c.br, c.nc)
 	}
-	c.be.Send(errorResponse(f.e))
-	c.be.Flush()
+	c.send(errorResponse(f.e))
+	c.flush()
 }
 
 // readStartupPacket reads one length-prefixed startup packet by itself, so
@@ -321,11 +326,11 @@ func (c *conn) authenticate(params map[string]string) error {
 	if err := c.srv.register(c); err != nil {
 		return err
 	}
-	c.be.Send(&pgproto3.AuthenticationOk{})
+	c.send(&pgproto3.AuthenticationOk{})
 	for _, p := range sess.ReportChanges() {
-		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+		c.send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
 	}
-	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
+	c.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
 	return nil
 }
 
@@ -378,8 +383,8 @@ func (c *conn) runAuth(method string, user *User) error {
 }
 
 func (c *conn) askPassword(req pgproto3.BackendMessage, authType uint32) (string, error) {
-	c.be.Send(req)
-	if err := c.be.Flush(); err != nil {
+	c.send(req)
+	if err := c.flush(); err != nil {
 		return "", err
 	}
 	c.be.SetAuthType(authType)
@@ -411,8 +416,8 @@ func (c *conn) scram(user *User) error {
 		return err
 	}
 	conv := server.NewConversation()
-	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})
-	if err := c.be.Flush(); err != nil {
+	c.send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})
+	if err := c.flush(); err != nil {
 		return err
 	}
 	c.be.SetAuthType(pgproto3.AuthTypeSASL)
@@ -428,8 +433,8 @@ func (c *conn) scram(user *User) error {
 	if err != nil {
 		return fatalf(sqlstate.CodeProtocolViolation, "malformed SCRAM message: %v", err)
 	}
-	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(out)})
-	if err := c.be.Flush(); err != nil {
+	c.send(&pgproto3.AuthenticationSASLContinue{Data: []byte(out)})
+	if err := c.flush(); err != nil {
 		return err
 	}
 	c.be.SetAuthType(pgproto3.AuthTypeSASLContinue)
@@ -444,7 +449,7 @@ func (c *conn) scram(user *User) error {
 	if err != nil || !conv.Valid() || user == nil {
 		return c.authFailed()
 	}
-	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(out)})
+	c.send(&pgproto3.AuthenticationSASLFinal{Data: []byte(out)})
 	return nil
 }
 
@@ -503,7 +508,7 @@ func errorResponse(e *sqlstate.Error) *pgproto3.ErrorResponse {
 }
 
 func (c *conn) sendError(err error) {
-	c.be.Send(errorResponse(sqlstate.AsError(err)))
+	c.send(errorResponse(sqlstate.AsError(err)))
 }
 
 func (c *conn) sendNotices(ns []*sqlstate.Error) {
@@ -512,14 +517,42 @@ func (c *conn) sendNotices(ns []*sqlstate.Error) {
 		if sev == "" {
 			sev = "NOTICE"
 		}
-		c.be.Send(&pgproto3.NoticeResponse{Severity: sev, SeverityUnlocalized: sev, Code: n.Code, Message: n.Message, Detail: n.Detail, Hint: n.Hint})
+		c.send(&pgproto3.NoticeResponse{Severity: sev, SeverityUnlocalized: sev, Code: n.Code, Message: n.Message, Detail: n.Detail, Hint: n.Hint})
 	}
 }
 
 func (c *conn) sendParamChanges() {
 	for _, p := range c.sess.ReportChanges() {
-		c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+		c.send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
 	}
 }
 
 func (c *conn) String() string { return fmt.Sprintf("backend %d (%s@%s)", c.pid, c.user, c.database) }
+
+// send encodes msg into the output buffer; flush writes it out.
+func (c *conn) send(msg pgproto3.BackendMessage) {
+	if c.encodeErr != nil {
+		return
+	}
+	out, err := msg.Encode(c.out)
+	if err != nil {
+		c.encodeErr = err
+		return
+	}
+	c.out = out
+}
+
+// flush writes the buffered messages to the client.
+func (c *conn) flush() error {
+	if err := c.encodeErr; err != nil {
+		c.encodeErr, c.out = nil, c.out[:0]
+		return fmt.Errorf("pgwire: encode a message: %w", err)
+	}
+	_, err := c.nc.Write(c.out)
+	if cap(c.out) > maxKeptOut {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+	return err
+}

@@ -24,7 +24,7 @@ func (c *conn) sendCopyOut(res *query.Result) error {
 	for i := range codes {
 		codes[i] = uint16(format)
 	}
-	c.be.Send(&pgproto3.CopyOutResponse{OverallFormat: byte(format), ColumnFormatCodes: codes})
+	c.send(&pgproto3.CopyOutResponse{OverallFormat: byte(format), ColumnFormatCodes: codes})
 	// The binary header goes out with the first row, as PostgreSQL sends it.
 	var pendingHeader []byte
 	if opts.Format == "binary" {
@@ -35,7 +35,7 @@ func (c *conn) sendCopyOut(res *query.Result) error {
 		for i, col := range res.Columns {
 			names[i] = csvField(col.Name, opts, false)
 		}
-		c.be.Send(&pgproto3.CopyData{Data: []byte(strings.Join(names, opts.Delimiter) + "\n")})
+		c.send(&pgproto3.CopyData{Data: []byte(strings.Join(names, opts.Delimiter) + "\n")})
 	}
 	style := sessionStyle(c.sess)
 	for _, row := range res.Rows {
@@ -70,19 +70,17 @@ func (c *conn) sendCopyOut(res *query.Result) error {
 			}
 			line = []byte(strings.Join(fields, opts.Delimiter) + "\n")
 		}
-		c.pending += len(line)
-		c.be.Send(&pgproto3.CopyData{Data: line})
-		if c.pending >= flushThreshold {
-			if err := c.be.Flush(); err != nil {
+		c.send(&pgproto3.CopyData{Data: line})
+		if len(c.out) >= flushThreshold {
+			if err := c.flush(); err != nil {
 				return err
 			}
-			c.pending = 0
 		}
 	}
 	if opts.Format == "binary" {
-		c.be.Send(&pgproto3.CopyData{Data: append(pendingHeader, 0xff, 0xff)})
+		c.send(&pgproto3.CopyData{Data: append(pendingHeader, 0xff, 0xff)})
 	}
-	c.be.Send(&pgproto3.CopyDone{})
+	c.send(&pgproto3.CopyDone{})
 	return nil
 }
 
@@ -133,12 +131,12 @@ func (c *conn) receiveCopyIn(in *query.CopyIn) (string, error) {
 	for i := range codes {
 		codes[i] = format
 	}
-	c.be.Send(&pgproto3.CopyInResponse{OverallFormat: byte(format), ColumnFormatCodes: codes})
+	c.send(&pgproto3.CopyInResponse{OverallFormat: byte(format), ColumnFormatCodes: codes})
 	var bin *binaryCopy
 	if in.Format == "binary" {
 		bin = &binaryCopy{in: in}
 	}
-	if err := c.be.Flush(); err != nil {
+	if err := c.flush(); err != nil {
 		in.Abort()
 		return "", err
 	}

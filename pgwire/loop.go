@@ -2,11 +2,12 @@ package pgwire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func (c *conn) loop() {
 				// The implicit transaction ends: its portals go.
 				c.portals = map[string]*portal{}
 			}
-			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
+			c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
 			flush = true
 		case *pgproto3.Flush:
 			flush = true
@@ -75,11 +76,10 @@ func (c *conn) loop() {
 			c.reportFatal(fatalf(sqlstate.CodeProtocolViolation, "unexpected message %T", msg))
 			return
 		}
-		if flush || c.pending >= flushThreshold {
-			if err := c.be.Flush(); err != nil {
+		if flush || len(c.out) >= flushThreshold {
+			if err := c.flush(); err != nil {
 				return
 			}
-			c.pending = 0
 		}
 	}
 }
@@ -175,7 +175,7 @@ func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err erro
 }
 
 func (c *conn) simpleQuery(sql string) {
-	defer func() { c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())}) }()
+	defer func() { c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())}) }()
 	stmts, err := c.sess.Parse(sql)
 	if err != nil {
 		c.sendError(err)
@@ -183,7 +183,7 @@ func (c *conn) simpleQuery(sql string) {
 		return
 	}
 	if len(stmts) == 0 {
-		c.be.Send(&pgproto3.EmptyQueryResponse{})
+		c.send(&pgproto3.EmptyQueryResponse{})
 		return
 	}
 	for _, st := range stmts {
@@ -212,14 +212,14 @@ func (c *conn) simpleQuery(sql string) {
 				return
 			}
 		} else if res.Columns != nil {
-			c.be.Send(rowDescription(res.Columns, nil))
+			c.send(rowDescription(res.Columns, nil))
 			if err := c.sendRows(res, 0, len(res.Rows), nil); err != nil {
 				c.sendError(err)
 				return
 			}
 		}
 		c.applyEffects(res)
-		c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})
+		c.send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})
 		c.sendParamChanges()
 	}
 }
@@ -267,42 +267,43 @@ func rowDescription(cols []pgtypes.Column, formats []int16) *pgproto3.RowDescrip
 	return rd
 }
 
-// sendRows sends rows [from, to) of a result in the given formats.
+// sendRows sends rows [from, to) of a result in the given formats. Each
+// DataRow is encoded straight into the output buffer: a value's length
+// goes in front of it once its encoding is done.
 func (c *conn) sendRows(res *query.Result, from, to int, formats []int16) error {
 	style := sessionStyle(c.sess)
-	dr := &c.dataRow
 	for _, row := range res.Rows[from:to] {
-		dr.Values = slices.Grow(dr.Values[:0], len(row))[:len(row)]
-		buf := c.rowBuf[:0]
-		if buf == nil {
-			buf = make([]byte, 0, 512) // never nil: a nil value is NULL
+		if c.encodeErr != nil {
+			break
 		}
+		start := len(c.out)
+		c.out = append(c.out, 'D', 0, 0, 0, 0)
+		c.out = binary.BigEndian.AppendUint16(c.out, uint16(len(row)))
 		for i, v := range row {
-			dr.Values[i] = nil
 			if v == nil {
+				c.out = binary.BigEndian.AppendUint32(c.out, math.MaxUint32) // -1: NULL
 				continue
 			}
+			at := len(c.out)
+			c.out = append(c.out, 0, 0, 0, 0)
 			oid := res.Columns[i].OID
-			n := len(buf)
 			if i < len(formats) && formats[i] == 1 {
-				buf = appendBinary(buf, oid, v)
+				c.out = appendBinary(c.out, oid, v)
 			} else {
-				buf = appendText(buf, oid, v, style)
+				c.out = appendText(c.out, oid, v, style)
 			}
-			// A value's bytes stay put if buf grows later: the old
-			// array lives on until Send has copied it.
-			dr.Values[i] = buf[n:len(buf):len(buf)]
-			c.pending += len(buf) - n
+			binary.BigEndian.PutUint32(c.out[at:], uint32(len(c.out)-at-4))
 		}
-		c.be.Send(dr)
-		if cap(buf) <= 1<<20 {
-			c.rowBuf = buf // a huge row's buffer is not kept
+		if n := len(c.out) - start - 1; n > math.MaxInt32 {
+			c.out = c.out[:start]
+			c.encodeErr = fmt.Errorf("a row of %d bytes is too large for a DataRow message", n)
+		} else {
+			binary.BigEndian.PutUint32(c.out[start+1:], uint32(n))
 		}
-		if c.pending >= flushThreshold {
-			if err := c.be.Flush(); err != nil {
+		if len(c.out) >= flushThreshold {
+			if err := c.flush(); err != nil {
 				return err
 			}
-			c.pending = 0
 		}
 	}
 	return nil
@@ -331,7 +332,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 		}
 	}
 	c.stmts[m.Name] = &prepared{st: st}
-	c.be.Send(&pgproto3.ParseComplete{})
+	c.send(&pgproto3.ParseComplete{})
 	return nil
 }
 
@@ -415,7 +416,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	}
 	*pt = portal{st: p.st, prep: p, args: args, formats: formats}
 	c.portals[m.DestinationPortal] = pt
-	c.be.Send(&pgproto3.BindComplete{})
+	c.send(&pgproto3.BindComplete{})
 	return nil
 }
 
@@ -427,15 +428,15 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 			return sqlstate.Errorf(sqlstate.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.Name)
 		}
 		if p.st == nil {
-			c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: []uint32{}})
-			c.be.Send(&pgproto3.NoData{})
+			c.send(&pgproto3.ParameterDescription{ParameterOIDs: []uint32{}})
+			c.send(&pgproto3.NoData{})
 			return nil
 		}
-		c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: p.st.Params})
+		c.send(&pgproto3.ParameterDescription{ParameterOIDs: p.st.Params})
 		if p.st.Columns == nil {
-			c.be.Send(&pgproto3.NoData{})
+			c.send(&pgproto3.NoData{})
 		} else {
-			c.be.Send(p.rowDescription(nil))
+			c.send(p.rowDescription(nil))
 		}
 	case 'P':
 		p, ok := c.portals[m.Name]
@@ -443,15 +444,15 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 			// A cursor made by DECLARE is a portal too (psycopg 3
 			// describes its server-side cursors this way).
 			if cols, ok := c.sess.CursorColumns(m.Name); ok {
-				c.be.Send(rowDescription(cols, nil))
+				c.send(rowDescription(cols, nil))
 				return nil
 			}
 			return sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "portal %q does not exist", m.Name)
 		}
 		if p.st == nil || p.st.Columns == nil {
-			c.be.Send(&pgproto3.NoData{})
+			c.send(&pgproto3.NoData{})
 		} else {
-			c.be.Send(p.prep.rowDescription(p.formats))
+			c.send(p.prep.rowDescription(p.formats))
 		}
 	default:
 		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType)
@@ -465,7 +466,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 		return sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "portal %q does not exist", m.Portal)
 	}
 	if p.st == nil {
-		c.be.Send(&pgproto3.EmptyQueryResponse{})
+		c.send(&pgproto3.EmptyQueryResponse{})
 		return nil
 	}
 	if p.res == nil {
@@ -481,14 +482,14 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 			if err != nil {
 				return err
 			}
-			c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+			c.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 			return nil
 		}
 		if res.Copy != nil {
 			if err := c.sendCopyOut(res); err != nil {
 				return err
 			}
-			c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})
+			c.send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})
 			return nil
 		}
 	}
@@ -502,7 +503,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	sent := end - p.pos
 	p.pos = end
 	if p.pos < len(p.res.Rows) {
-		c.be.Send(&pgproto3.PortalSuspended{})
+		c.send(&pgproto3.PortalSuspended{})
 		return nil
 	}
 	tag := append(c.tagBuf[:0], p.res.Tag...)
@@ -511,7 +512,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	}
 	c.tagBuf = tag
 	c.cmdComplete.CommandTag = tag
-	c.be.Send(&c.cmdComplete)
+	c.send(&c.cmdComplete)
 	c.sendParamChanges()
 	return nil
 }
@@ -525,6 +526,6 @@ func (c *conn) close(m *pgproto3.Close) error {
 	default:
 		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType)
 	}
-	c.be.Send(&pgproto3.CloseComplete{})
+	c.send(&pgproto3.CloseComplete{})
 	return nil
 }
