@@ -69,8 +69,11 @@ type conn struct {
 	out       []byte
 	encodeErr error
 	skipping  bool
-	stmts     map[string]*prepared
-	portals   map[string]*portal
+	// statement_timeout's text and its parse (statementTimeout).
+	timeoutText string
+	timeout     time.Duration
+	stmts       map[string]*prepared
+	portals     map[string]*portal
 
 	// unnamed is the unnamed portal's memory, reused by every Bind to
 	// it (the extended protocol's common case): a Bind replaces the

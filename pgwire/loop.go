@@ -60,7 +60,7 @@ func (c *conn) loop() {
 			c.skipping = false
 			if c.sess.TxStatus() == query.TxIdle {
 				// The implicit transaction ends: its portals go.
-				c.portals = map[string]*portal{}
+				clear(c.portals)
 			}
 			c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
 			flush = true
@@ -152,12 +152,26 @@ func (c *conn) extended(err error) {
 // prepareTimeout bounds planning one statement (schema lookups).
 const prepareTimeout = time.Minute
 
-func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	if v, ok := c.sess.Setting("statement_timeout"); ok {
-		if d, err := query.ParseDuration(v); err == nil && d > 0 {
-			ctx, cancel = context.WithTimeout(context.Background(), d)
+// statementTimeout is statement_timeout, parsed again only when its
+// text changes.
+func (c *conn) statementTimeout() time.Duration {
+	v, _ := c.sess.Setting("statement_timeout")
+	if v != c.timeoutText {
+		c.timeoutText, c.timeout = v, 0
+		if d, err := query.ParseDuration(v); err == nil {
+			c.timeout = d
 		}
+	}
+	return c.timeout
+}
+
+func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err error) {
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if d := c.statementTimeout(); d > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), d)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
 	}
 	c.setCancel(cancel)
 	c.started(st.SQL)

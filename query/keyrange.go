@@ -24,6 +24,11 @@ type rangeSet []model.RowRange
 
 func full() rangeSet { return rangeSet{{}} }
 
+// isFull: rs is the whole table.
+func (rs rangeSet) isFull() bool {
+	return len(rs) == 1 && len(rs[0].Start) == 0 && len(rs[0].End) == 0
+}
+
 // keyTerm evaluates the constant side of a comparison and encodes it as
 // a key prefix: for a single raw key the key itself; for encoded keys
 // the value's encoding. ok is false if n is not constant or not usable.
@@ -228,6 +233,12 @@ func cmpEnd(a, b []byte) int {
 }
 
 func intersect(x, y rangeSet) rangeSet {
+	switch {
+	case x.isFull():
+		return normalize(y)
+	case y.isFull():
+		return normalize(x)
+	}
 	var out rangeSet
 	for _, a := range x {
 		for _, b := range y {

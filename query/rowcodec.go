@@ -121,16 +121,25 @@ func (c *rowCodec) encodeKey(vals []any) ([]byte, error) {
 	return key, nil
 }
 
+// rawKeyValue is the value of a raw key column: the row key itself.
+func (c *rowCodec) rawKeyValue(key []byte) (any, error) {
+	if c.keyType[0] == model.TypeText {
+		if !utf8.Valid(key) {
+			return nil, sqlstate.Errorf(codeCharacterNotInRepertoire, "table %q: row key %q is not valid UTF-8 text", c.t.Name, key)
+		}
+		return string(key), nil
+	}
+	return bytes.Clone(key), nil
+}
+
 // decodeKey reads the key columns' values from a row key.
 func (c *rowCodec) decodeKey(key []byte) ([]any, error) {
 	if c.raw {
-		if c.keyType[0] == model.TypeText {
-			if !utf8.Valid(key) {
-				return nil, sqlstate.Errorf(codeCharacterNotInRepertoire, "table %q: row key %q is not valid UTF-8 text", c.t.Name, key)
-			}
-			return []any{string(key)}, nil
+		v, err := c.rawKeyValue(key)
+		if err != nil {
+			return nil, err
 		}
-		return []any{bytes.Clone(key)}, nil
+		return []any{v}, nil
 	}
 	vals, err := model.DecodeKeyValues(key, c.keyType)
 	if err != nil {
@@ -151,7 +160,15 @@ const (
 // SQL values; need, if not nil, says which columns are wanted.
 func (c *rowCodec) decode(r model.Row, need []bool) ([]any, error) {
 	out := make([]any, len(c.cols))
-	if len(c.keyIdx) > 0 {
+	switch {
+	case c.raw && len(c.keyIdx) == 1:
+		// One raw key column: no slice of key values to make.
+		v, err := c.rawKeyValue(r.Key)
+		if err != nil {
+			return nil, err
+		}
+		out[c.keyIdx[0]] = v
+	case len(c.keyIdx) > 0:
 		kv, err := c.decodeKey(r.Key)
 		if err != nil {
 			return nil, err

@@ -29,7 +29,10 @@ func (s *Session) env(cat pgeval.Catalog) *pgeval.Env {
 	if s.tx != TxIdle && !s.txStart.IsZero() {
 		now = s.txStart
 	}
-	return &pgeval.Env{Catalog: cat, Setting: s.Setting, User: s.opts.User, Database: s.opts.Database,
+	if s.setting == nil {
+		s.setting = s.Setting // a method value allocates: made once
+	}
+	return &pgeval.Env{Catalog: cat, Setting: s.setting, User: s.opts.User, Database: s.opts.Database,
 		BackendPID: s.opts.BackendPID, Now: now.UTC(), SortBudget: s.opts.SortBudget}
 }
 
@@ -209,7 +212,7 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 				return nil, sqlstate.Errorf(codeOutOfMemory, "the result is larger than %d MiB, which a statement's result may hold in the gateway; use LIMIT, or a cursor (DECLARE … FETCH) over ranges of the key", s.resultBudget()>>20)
 			}
 		}
-		res.Tag = "SELECT " + strconv.Itoa(len(res.Rows))
+		res.Tag = selectTag(len(res.Rows))
 		return res, nil
 	}
 	return st, nil
@@ -374,4 +377,19 @@ func rowSize(row []any) int64 {
 		}
 	}
 	return n
+}
+
+// selectTags are the command tags of the commonest row counts, made once.
+var selectTags = func() (t [16]string) {
+	for i := range t {
+		t[i] = "SELECT " + strconv.Itoa(i)
+	}
+	return t
+}()
+
+func selectTag(n int) string {
+	if n < len(selectTags) {
+		return selectTags[n]
+	}
+	return "SELECT " + strconv.Itoa(n)
 }

@@ -52,7 +52,8 @@ const (
 type Session struct {
 	opts     SessionOptions
 	set      settings
-	txSaved  *settings // the settings at BEGIN, restored by ROLLBACK
+	setting  func(string) (string, bool) // s.Setting, for Envs
+	txSaved  *settings                   // the settings at BEGIN, restored by ROLLBACK
 	tx       TxStatus
 	reported []string // reported settings as last sent, as settings.reported; nil: none sent
 	cursors  map[string]*cursor

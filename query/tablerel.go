@@ -452,20 +452,26 @@ func (r *tableRel) families(conds []model.Condition, need []bool) []string {
 // required are the families whose columns a read uses (nil need: all),
 // which the session's user must be allowed to read.
 func (r *tableRel) required(conds []model.Condition, need []bool) []string {
-	set := map[string]bool{}
+	// A few families at most: a slice beats a map here, and this runs on
+	// every execution of a point query.
+	var out []string
+	add := func(f string) {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
 	for _, c := range conds {
-		set[c.Family] = true
+		add(c.Family)
 	}
 	for i, col := range r.codec.cols {
 		if (need == nil || need[i]) && !col.Key && col.Family != "" {
-			set[col.Family] = true
+			add(col.Family)
 		}
 	}
-	out := make([]string, 0, len(set))
-	for f := range set {
-		out = append(out, f)
+	if out == nil {
+		return []string{}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

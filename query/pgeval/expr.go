@@ -126,8 +126,7 @@ func (e *Expr) Eval(ctx context.Context, env *Env, row []any, args []any) (v any
 			v, err = nil, sqlstate.Errorf(sqlstate.CodeInternal, "internal error evaluating %s: %v", e.desc, r)
 		}
 	}()
-	ec := &evalCtx{ctx: ctx, env: env, args: args, run: newRunState(env)}
-	return e.eval(ec, row)
+	return e.eval(newEvalCtx(ctx, env, args), row)
 }
 
 // setSub remembers a subquery's or work table's rows for the run.
@@ -138,12 +137,19 @@ func (r *runState) setSub(key any, rows [][]any) {
 	r.subs[key] = rows
 }
 
-func newRunState(env *Env) *runState {
+// newEvalCtx starts an execution: its evalCtx and runState come in one
+// allocation, which a point query's executions notice.
+func newEvalCtx(ctx context.Context, env *Env, args []any) *evalCtx {
 	b := int64(64 << 20)
 	if env != nil && env.SortBudget > 0 {
 		b = env.SortBudget
 	}
-	return &runState{budget: b} // subs is made on first use: most runs have no subquery
+	f := &struct {
+		ec evalCtx
+		rs runState
+	}{evalCtx{ctx: ctx, env: env, args: args}, runState{budget: b}} // subs is made on first use: most runs have no subquery
+	f.ec.run = &f.rs
+	return &f.ec
 }
 
 func constExpr(oid uint32, name string, v any) *Expr {

@@ -96,7 +96,7 @@ func (p *Plan) run(ctx context.Context, env *Env, args []any, analyze bool) (row
 	if len(args) < len(p.params) {
 		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(args), len(p.params))
 	}
-	ec := &evalCtx{ctx: ctx, env: env, args: args, run: newRunState(env)}
+	ec := newEvalCtx(ctx, env, args)
 	ec.run.analyze = analyze
 	it, err := openNode(p.root, ec)
 	if err != nil {
