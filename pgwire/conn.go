@@ -66,14 +66,12 @@ type conn struct {
 	// into it itself rather than through pgproto3's Backend.Send/Flush:
 	// that Flush drops any buffer over 1 KiB, so each 1 KB row cost two
 	// allocations and a copy per query.
-	out       []byte
-	encodeErr error
-	skipping  bool
-	// statement_timeout's text and its parse (statementTimeout).
-	timeoutText string
-	timeout     time.Duration
-	stmts       map[string]*prepared
-	portals     map[string]*portal
+	out                                       []byte
+	encodeErr                                 error
+	skipping                                  bool
+	stmtTimeout, idleTimeout, idleInTxTimeout durationSetting
+	stmts                                     map[string]*prepared
+	portals                                   map[string]*portal
 
 	// unnamed is the unnamed portal's memory, reused by every Bind to
 	// it (the extended protocol's common case): a Bind replaces the
@@ -531,6 +529,13 @@ func (c *conn) sendParamChanges() {
 }
 
 func (c *conn) String() string { return fmt.Sprintf("backend %d (%s@%s)", c.pid, c.user, c.database) }
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{srv: s, nc: nc,
+		stmtTimeout:     durationSetting{name: "statement_timeout"},
+		idleTimeout:     durationSetting{name: "idle_session_timeout"},
+		idleInTxTimeout: durationSetting{name: "idle_in_transaction_session_timeout"}}
+}
 
 // send encodes msg into the output buffer; flush writes it out.
 func (c *conn) send(msg pgproto3.BackendMessage) {

@@ -24,7 +24,7 @@ func fuzzConn(t *testing.T, opts Options, data []byte) {
 	s := New(opts)
 	s.secret = []byte("fuzz")
 	client, server := net.Pipe()
-	c := &conn{srv: s, nc: server}
+	c := newConn(s, server)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -88,14 +88,12 @@ func (c *conn) loop() {
 // transaction, idle_in_transaction_session_timeout inside one.
 func (c *conn) setIdleDeadline() {
 	d := c.srv.opts.IdleSessionTimeout
-	name := "idle_session_timeout"
+	set := &c.idleTimeout
 	if c.sess.TxStatus() != query.TxIdle {
-		d, name = 0, "idle_in_transaction_session_timeout"
+		d, set = 0, &c.idleInTxTimeout
 	}
-	if v, ok := c.sess.Setting(name); ok {
-		if s, err := query.ParseDuration(v); err == nil && s > 0 {
-			d = s
-		}
+	if s := set.get(c.sess); s > 0 {
+		d = s
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -152,23 +150,28 @@ func (c *conn) extended(err error) {
 // prepareTimeout bounds planning one statement (schema lookups).
 const prepareTimeout = time.Minute
 
-// statementTimeout is statement_timeout, parsed again only when its
-// text changes.
-func (c *conn) statementTimeout() time.Duration {
-	v, _ := c.sess.Setting("statement_timeout")
-	if v != c.timeoutText {
-		c.timeoutText, c.timeout = v, 0
+// durationSetting is a duration setting of the session, parsed again
+// only when its text changes: the loop consults them for every message.
+type durationSetting struct {
+	name, text string
+	d          time.Duration
+}
+
+func (s *durationSetting) get(sess Session) time.Duration {
+	v, _ := sess.Setting(s.name)
+	if v != s.text {
+		s.text, s.d = v, 0
 		if d, err := query.ParseDuration(v); err == nil {
-			c.timeout = d
+			s.d = d
 		}
 	}
-	return c.timeout
+	return s.d
 }
 
 func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err error) {
 	var ctx context.Context
 	var cancel context.CancelFunc
-	if d := c.statementTimeout(); d > 0 {
+	if d := c.stmtTimeout.get(c.sess); d > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), d)
 	} else {
 		ctx, cancel = context.WithCancel(context.Background())

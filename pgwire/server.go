@@ -166,7 +166,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		c := &conn{srv: s, nc: nc}
+		c := newConn(s, nc)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
