@@ -116,7 +116,7 @@ func TestAdminTablesAndTablets(t *testing.T) {
 
 	for _, args := range [][]string{{"admin", "-h"}, {"admin", "table", "-h"}, {"admin", "table", "create", "-h"}, {"admin", "table", "alter", "-h"},
 		{"admin", "table", "drop", "-h"}, {"admin", "table", "describe", "-h"}, {"admin", "table", "ls", "-h"}, {"admin", "tablets", "-h"},
-		{"admin", "split", "-h"}, {"admin", "move", "--help"}, {"admin", "compact", "-h"}, {"load", "-h"}} {
+		{"admin", "split", "-h"}, {"admin", "move", "--help"}, {"admin", "merge", "-h"}, {"admin", "compact", "-h"}, {"load", "-h"}} {
 		out, errOut, code := cliRun(t, c.bin, args...)
 		if code != 0 || !strings.Contains(out, "usage") {
 			t.Errorf("cellar %v: exit %d, want 0 with a usage\n%s%s", args, code, out, errOut)
@@ -159,6 +159,7 @@ func TestAdminTablesAndTablets(t *testing.T) {
 		{[]string{"move", "notatablet"}, 2, "is not SERVER/ID"},
 		{[]string{"move", "ts1/999"}, 1, "list them again with `cellar admin tablets`"},
 		{[]string{"split", "nosuch", "k"}, 1, "does not exist"},
+		{[]string{"merge", "nosuch"}, 1, "does not exist"},
 		{[]string{"compact", "nosuch"}, 1, "does not exist"},
 		{[]string{"frobnicate"}, 2, "usage"},
 	} {
@@ -247,18 +248,42 @@ func TestAdminTablesAndTablets(t *testing.T) {
 	if !strings.Contains(out, "compacted 1 tablets of web") {
 		t.Fatalf("compact one tablet: %s", out)
 	}
-	sc := c.kv.Scan(ctx, "web", model.RowRange{}, kvclient.Filter{}, 0)
-	n := 0
-	for sc.Next() {
-		r := sc.Row()
-		if want := fmt.Sprintf("k%05d", n); string(r.Key) != want || len(r.Cells) != 1 || !bytes.Equal(r.Cells[0].Value, value(n, 2)) {
-			t.Fatalf("row %d after the compaction: %q with %d cells, want %s with one cell of version 2", n, r.Key, len(r.Cells), want)
+	checkRows := func(what string) {
+		t.Helper()
+		sc := c.kv.Scan(ctx, "web", model.RowRange{}, kvclient.Filter{}, 0)
+		n := 0
+		for sc.Next() {
+			r := sc.Row()
+			if want := fmt.Sprintf("k%05d", n); string(r.Key) != want || len(r.Cells) != 1 || !bytes.Equal(r.Cells[0].Value, value(n, 2)) {
+				t.Fatalf("row %d after %s: %q with %d cells, want %s with one cell of version 2", n, what, r.Key, len(r.Cells), want)
+			}
+			n++
 		}
-		n++
+		if err := sc.Err(); err != nil || n != rows {
+			t.Fatalf("scan after %s: %d rows, %v", what, n, err)
+		}
 	}
-	if err := sc.Err(); err != nil || n != rows {
-		t.Fatalf("scan after compaction: %d rows, %v", n, err)
+	checkRows("the compaction")
+
+	// Forced merges: the middle tablet goes to the other server first, so
+	// that merging the first tablet with it moves one of the two.
+	ts = list()
+	c.mustAdmin(t, "move", ts[1][0], otherName)
+	out = c.mustAdmin(t, "merge", "web", "k00000")
+	if !strings.Contains(out, "first") || !strings.Contains(out, "merged web into [<start>, k02500)") {
+		t.Fatalf("merge across servers: %s", out)
 	}
+	out = c.mustAdmin(t, "merge", "web")
+	if !strings.Contains(out, "merged web into [<start>, <end>)") {
+		t.Fatalf("merge of the first tablet: %s", out)
+	}
+	if ts := list(); len(ts) != 1 {
+		t.Fatalf("tablets after two merges: %v", ts)
+	}
+	if _, errOut, code := c.admin(t, "merge", "web", "k00001"); code != 1 || !strings.Contains(errOut, "no right neighbour") {
+		t.Fatalf("merge of the last tablet: exit %d %q", code, errOut)
+	}
+	checkRows("the merges")
 
 	c.mustAdmin(t, "table", "drop", "web")
 	if _, errOut, code := c.admin(t, "table", "describe", "web"); code != 1 || !strings.Contains(errOut, "does not exist") {

@@ -263,7 +263,7 @@ func TestTabletServerPartitionedFromChubby(t *testing.T) {
 		}
 		var loadedAt string
 		for _, s := range pc.servers {
-			if m := regexp.MustCompile(`time=(\S+) level=INFO msg="loaded tablet" .* table=reg event="recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
+			if m := regexp.MustCompile(`msg="loaded tablet" .* table=reg event="recovered from dead server ` + regexp.QuoteMeta(victim.id) + `" since=(\S+)`).FindSubmatch(s.out.All()); m != nil {
 				loadedAt = string(m[1])
 			}
 		}

@@ -398,7 +398,7 @@ func TestFencingAfterSIGSTOP(t *testing.T) {
 		if s == victim {
 			continue
 		}
-		if m := regexp.MustCompile(`time=(\S+) level=INFO msg="loaded tablet" .* table=t event="recovered from dead server ` + regexp.QuoteMeta(victim.id)).FindSubmatch(s.out.All()); m != nil {
+		if m := regexp.MustCompile(`msg="loaded tablet" .* table=t event="recovered from dead server ` + regexp.QuoteMeta(victim.id) + `" since=(\S+)`).FindSubmatch(s.out.All()); m != nil {
 			loadedAt = string(m[1])
 		}
 	}

@@ -98,21 +98,34 @@ func (m *Master) mergeSmall(ctx context.Context) bool {
 				!bytes.Equal(a.Range.GetEnd(), b.Range.GetStart()) || a.SizeBytes+b.SizeBytes >= m.opts.MergeSize {
 				continue
 			}
-			cli, err := m.stub(s.Addr)
-			if err != nil {
-				return false
-			}
-			if _, err := cli.MergeTablets(ctx, &pb.MergeTabletsRequest{Table: a.Table, A: a.Id, B: b.Id}); err != nil {
+			if _, err := m.merge(ctx, s, a, b, "merged tablets"); err != nil {
 				m.opts.Logger.Warn("merge tablets failed", slog.Uint64("tablet", a.Id), slog.Uint64("next", b.Id), slog.String("table", a.Table), slog.String("server", s.ID), slog.Any("err", err))
 				return false
 			}
-			m.event(EventMerge, slog.LevelInfo, "merged tablets", slog.String("first", fmt.Sprintf("[%q,%q)", a.Range.GetStart(), a.Range.GetEnd())),
-				slog.String("second", fmt.Sprintf("[%q,%q)", b.Range.GetStart(), b.Range.GetEnd())), slog.String("table", a.Table), slog.String("server", s.ID))
-			m.refresh(ctx, s.ID)
 			return true
 		}
 	}
 	return false
+}
+
+// merge has server s merge its adjacent tablets a and b (a's end is b's
+// start) into one, which it records in METADATA in place of both (the
+// merged row replaces b's, a's row goes), and refreshes the master's view
+// of s. The automatic merge (mergeSmall) and the forced one (MergeTablets)
+// both go through here; the caller holds the upkeep token.
+func (m *Master) merge(ctx context.Context, s Server, a, b *pb.TabletInfo, event string) (*pb.TabletInfo, error) {
+	cli, err := m.stub(s.Addr)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cli.MergeTablets(ctx, &pb.MergeTabletsRequest{Table: a.Table, A: a.Id, B: b.Id})
+	if err != nil {
+		return nil, err
+	}
+	m.event(EventMerge, slog.LevelInfo, event, slog.String("first", fmt.Sprintf("[%q,%q)", a.Range.GetStart(), a.Range.GetEnd())),
+		slog.String("second", fmt.Sprintf("[%q,%q)", b.Range.GetStart(), b.Range.GetEnd())), slog.String("table", a.Table), slog.String("server", s.ID))
+	m.refresh(ctx, s.ID)
+	return resp.Tablet, nil
 }
 
 // balance moves one user tablet from the most to the least loaded server

@@ -19,10 +19,10 @@ import (
 	pb "github.com/cellardb/cellar/kv/tabletpb"
 )
 
-// Operator commands: list tablets, and force a split, a move or a major
-// compaction. Splits and moves change assignment, so they hold the
-// master's upkeep token (busy) like a round does: the balancer never moves
-// a tablet that an operator is splitting or moving. Compactions change no
+// Operator commands: list tablets, and force a split, a move, a merge or a
+// major compaction. Splits, moves and merges change assignment, so they
+// hold the master's upkeep token (busy) like a round does: the balancer
+// never moves a tablet that an operator is splitting, moving or merging. Compactions change no
 // assignment and run beside the rounds.
 
 // acquire takes the upkeep token, waiting under ctx.
@@ -340,6 +340,112 @@ func (m *Master) MoveTablet(ctx context.Context, ref *masterpb.TabletRef, target
 		}
 	}
 	return located{}, status.Errorf(codes.Unavailable, "tablet of %q moved to %s but is not listed there yet", t.Table, to.ID)
+}
+
+// MergeTablets implements masterpb.MasterServer.
+func (a AdminServer) MergeTablets(ctx context.Context, req *masterpb.MergeTabletsRequest) (*masterpb.MergeTabletsResponse, error) {
+	r, err := a.M.MergeTablets(ctx, req.Table, req.Row)
+	if err != nil {
+		return nil, asStatus(err)
+	}
+	out := &masterpb.MergeTabletsResponse{Tablet: r.merged.proto()}
+	if r.moved != nil {
+		out.MovedFrom, out.MovedRangeStart = r.moved.server.ID, r.moved.tablet.Range.GetStart()
+	}
+	return out, nil
+}
+
+// merged is what a forced merge did: the merged tablet, and the tablet
+// moved first (at its old server), if one was.
+type merged struct {
+	merged located
+	moved  *located
+}
+
+// MergeTablets merges the tablet of table holding row with its right
+// neighbour, the tablet that starts at its end. Two tablets on different
+// servers are first brought together: the smaller one (by size; the upper
+// one if equal) moves to the other's server, by the balancer's move. Then
+// that server merges them and records the merged tablet in METADATA, as
+// an automatic merge does (merge). Like a split or a move, it holds the
+// upkeep token, and the tablet servers fence its calls by the master
+// lock's sequencer.
+func (m *Master) MergeTablets(ctx context.Context, table string, row []byte) (merged, error) {
+	if table == client.MetaTable {
+		return merged{}, status.Error(codes.InvalidArgument, "METADATA's tablets are placed by the master; merge a user table's tablets")
+	}
+	if err := m.checkTable(ctx, table); err != nil {
+		return merged{}, err
+	}
+	if err := m.acquire(ctx); err != nil {
+		return merged{}, err
+	}
+	defer m.release()
+	live := m.liveTablets(ctx)
+	var lo, hi *located
+	for i, l := range live {
+		if l.tablet.Table == table && (model.RowRange{Start: l.tablet.Range.GetStart(), End: l.tablet.Range.GetEnd()}).Contains(row) {
+			lo = &live[i]
+		}
+	}
+	if lo == nil {
+		return merged{}, status.Errorf(codes.Unavailable, "the tablet of %q holding row %q is not served right now (it is being moved or recovered); try again in a few seconds", table, row)
+	}
+	end := lo.tablet.Range.GetEnd()
+	if len(end) == 0 {
+		return merged{}, status.Errorf(codes.FailedPrecondition, "the tablet [%q, end) of %q holding row %q is the table's last: it has no right neighbour to merge with", lo.tablet.Range.GetStart(), table, row)
+	}
+	for i, l := range live {
+		if l.tablet.Table == table && bytes.Equal(l.tablet.Range.GetStart(), end) {
+			hi = &live[i]
+		}
+	}
+	if hi == nil {
+		return merged{}, status.Errorf(codes.Unavailable, "the tablet of %q after %q (its right neighbour) is not served right now (it is being moved or recovered); try again in a few seconds", table, end)
+	}
+	var out merged
+	if lo.server.ID != hi.server.ID {
+		from, to := *hi, lo.server
+		if lo.tablet.SizeBytes < hi.tablet.SizeBytes {
+			from, to = *lo, hi.server
+		}
+		for _, s := range []Server{from.server, to} {
+			if s.Misses > 0 {
+				return merged{}, status.Errorf(codes.Unavailable, "server %s does not answer the master; try again once it does or its tablets are reassigned", s.ID)
+			}
+		}
+		if err := m.Move(ctx, from.server, to, from.tablet); err != nil {
+			return merged{}, fmt.Errorf("move tablet %d of %q from %s to %s before the merge (the master reassigns it if the move stopped half-way): %w",
+				from.tablet.Id, table, from.server.ID, to.ID, statusOnly(err))
+		}
+		out.moved = &from
+		// Ids are per server: find both tablets on the target again.
+		resp, err := m.listTablets(ctx, to.Addr)
+		if err != nil {
+			return merged{}, status.Errorf(codes.Unavailable, "server %s does not answer after the move: %v", to.ID, err)
+		}
+		lo, hi = nil, nil
+		for _, t := range resp.Tablets {
+			if t.Table != table {
+				continue
+			}
+			if bytes.Equal(t.Range.GetEnd(), end) {
+				lo = &located{server: to, tablet: t}
+			}
+			if bytes.Equal(t.Range.GetStart(), end) {
+				hi = &located{server: to, tablet: t}
+			}
+		}
+		if lo == nil || hi == nil {
+			return merged{}, status.Errorf(codes.Unavailable, "the tablets of %q around %q are not both on %s after the move; try again in a few seconds", table, end, to.ID)
+		}
+	}
+	t, err := m.merge(ctx, lo.server, lo.tablet, hi.tablet, "merged tablets on request")
+	if err != nil {
+		return merged{}, fmt.Errorf("merge tablets %d and %d of %q on server %s: %w", lo.tablet.Id, hi.tablet.Id, table, lo.server.ID, statusOnly(err))
+	}
+	out.merged = located{server: lo.server, tablet: t}
+	return out, nil
 }
 
 // CompactTablets implements masterpb.MasterServer: it compacts the tablets

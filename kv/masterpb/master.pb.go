@@ -1016,6 +1016,124 @@ func (x *MoveTabletResponse) GetTablet() *Tablet {
 	return nil
 }
 
+type MergeTabletsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// row names the lower tablet: the one holding row (empty: the table's
+	// first tablet). It merges with the tablet that starts at its end;
+	// FAILED_PRECONDITION if it is the table's last tablet.
+	Row           []byte `protobuf:"bytes,2,opt,name=row,proto3" json:"row,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeTabletsRequest) Reset() {
+	*x = MergeTabletsRequest{}
+	mi := &file_master_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeTabletsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeTabletsRequest) ProtoMessage() {}
+
+func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
+func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *MergeTabletsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *MergeTabletsRequest) GetRow() []byte {
+	if x != nil {
+		return x.Row
+	}
+	return nil
+}
+
+type MergeTabletsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tablet is the merged tablet.
+	Tablet *Tablet `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// moved_from, if set, is the server the smaller of the two tablets was
+	// moved from before the merge; moved_range_start is that tablet's start.
+	MovedFrom       string `protobuf:"bytes,2,opt,name=moved_from,json=movedFrom,proto3" json:"moved_from,omitempty"`
+	MovedRangeStart []byte `protobuf:"bytes,3,opt,name=moved_range_start,json=movedRangeStart,proto3" json:"moved_range_start,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *MergeTabletsResponse) Reset() {
+	*x = MergeTabletsResponse{}
+	mi := &file_master_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeTabletsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeTabletsResponse) ProtoMessage() {}
+
+func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
+func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *MergeTabletsResponse) GetTablet() *Tablet {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *MergeTabletsResponse) GetMovedFrom() string {
+	if x != nil {
+		return x.MovedFrom
+	}
+	return ""
+}
+
+func (x *MergeTabletsResponse) GetMovedRangeStart() []byte {
+	if x != nil {
+		return x.MovedRangeStart
+	}
+	return nil
+}
+
 type CompactTabletsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
@@ -1027,7 +1145,7 @@ type CompactTabletsRequest struct {
 
 func (x *CompactTabletsRequest) Reset() {
 	*x = CompactTabletsRequest{}
-	mi := &file_master_proto_msgTypes[18]
+	mi := &file_master_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1157,7 @@ func (x *CompactTabletsRequest) String() string {
 func (*CompactTabletsRequest) ProtoMessage() {}
 
 func (x *CompactTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[18]
+	mi := &file_master_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1170,7 @@ func (x *CompactTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletsRequest.ProtoReflect.Descriptor instead.
 func (*CompactTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{18}
+	return file_master_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CompactTabletsRequest) GetTable() string {
@@ -1087,7 +1205,7 @@ type CompactTabletsProgress struct {
 
 func (x *CompactTabletsProgress) Reset() {
 	*x = CompactTabletsProgress{}
-	mi := &file_master_proto_msgTypes[19]
+	mi := &file_master_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1217,7 @@ func (x *CompactTabletsProgress) String() string {
 func (*CompactTabletsProgress) ProtoMessage() {}
 
 func (x *CompactTabletsProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[19]
+	mi := &file_master_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1230,7 @@ func (x *CompactTabletsProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletsProgress.ProtoReflect.Descriptor instead.
 func (*CompactTabletsProgress) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{19}
+	return file_master_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CompactTabletsProgress) GetTabletsDone() int32 {
@@ -1160,7 +1278,7 @@ type ListTablesResponse_Table struct {
 
 func (x *ListTablesResponse_Table) Reset() {
 	*x = ListTablesResponse_Table{}
-	mi := &file_master_proto_msgTypes[20]
+	mi := &file_master_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1290,7 @@ func (x *ListTablesResponse_Table) String() string {
 func (*ListTablesResponse_Table) ProtoMessage() {}
 
 func (x *ListTablesResponse_Table) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[20]
+	mi := &file_master_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1392,15 @@ const file_master_proto_rawDesc = "" +
 	"\x06tablet\x18\x01 \x01(\v2\x18.cellar.master.TabletRefR\x06tablet\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\"C\n" +
 	"\x12MoveTabletResponse\x12-\n" +
-	"\x06tablet\x18\x01 \x01(\v2\x15.cellar.master.TabletR\x06tablet\"_\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cellar.master.TabletR\x06tablet\"=\n" +
+	"\x13MergeTabletsRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
+	"\x03row\x18\x02 \x01(\fR\x03row\"\x90\x01\n" +
+	"\x14MergeTabletsResponse\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cellar.master.TabletR\x06tablet\x12\x1d\n" +
+	"\n" +
+	"moved_from\x18\x02 \x01(\tR\tmovedFrom\x12*\n" +
+	"\x11moved_range_start\x18\x03 \x01(\fR\x0fmovedRangeStart\"_\n" +
 	"\x15CompactTabletsRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x120\n" +
 	"\x06tablet\x18\x02 \x01(\v2\x18.cellar.master.TabletRefR\x06tablet\"\xb4\x01\n" +
@@ -1285,7 +1411,7 @@ const file_master_proto_rawDesc = "" +
 	"bytes_done\x18\x03 \x01(\x03R\tbytesDone\x12\x1f\n" +
 	"\vbytes_total\x18\x04 \x01(\x03R\n" +
 	"bytesTotal\x12\x12\n" +
-	"\x04done\x18\x05 \x01(\bR\x04done2\x96\x06\n" +
+	"\x04done\x18\x05 \x01(\bR\x04done2\xef\x06\n" +
 	"\x06Master\x12T\n" +
 	"\vCreateTable\x12!.cellar.master.CreateTableRequest\x1a\".cellar.master.CreateTableResponse\x12Q\n" +
 	"\n" +
@@ -1296,7 +1422,8 @@ const file_master_proto_rawDesc = "" +
 	"\vListTablets\x12!.cellar.master.ListTabletsRequest\x1a\".cellar.master.ListTabletsResponse\x12T\n" +
 	"\vSplitTablet\x12!.cellar.master.SplitTabletRequest\x1a\".cellar.master.SplitTabletResponse\x12Q\n" +
 	"\n" +
-	"MoveTablet\x12 .cellar.master.MoveTabletRequest\x1a!.cellar.master.MoveTabletResponse\x12_\n" +
+	"MoveTablet\x12 .cellar.master.MoveTabletRequest\x1a!.cellar.master.MoveTabletResponse\x12W\n" +
+	"\fMergeTablets\x12\".cellar.master.MergeTabletsRequest\x1a#.cellar.master.MergeTabletsResponse\x12_\n" +
 	"\x0eCompactTablets\x12$.cellar.master.CompactTabletsRequest\x1a%.cellar.master.CompactTabletsProgress0\x01B(Z&github.com/cellardb/cellar/kv/masterpbb\x06proto3"
 
 var (
@@ -1311,7 +1438,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_master_proto_goTypes = []any{
 	(*CreateTableRequest)(nil),       // 0: cellar.master.CreateTableRequest
 	(*CreateTableResponse)(nil),      // 1: cellar.master.CreateTableResponse
@@ -1331,42 +1458,47 @@ var file_master_proto_goTypes = []any{
 	(*SplitTabletResponse)(nil),      // 15: cellar.master.SplitTabletResponse
 	(*MoveTabletRequest)(nil),        // 16: cellar.master.MoveTabletRequest
 	(*MoveTabletResponse)(nil),       // 17: cellar.master.MoveTabletResponse
-	(*CompactTabletsRequest)(nil),    // 18: cellar.master.CompactTabletsRequest
-	(*CompactTabletsProgress)(nil),   // 19: cellar.master.CompactTabletsProgress
-	(*ListTablesResponse_Table)(nil), // 20: cellar.master.ListTablesResponse.Table
+	(*MergeTabletsRequest)(nil),      // 18: cellar.master.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),     // 19: cellar.master.MergeTabletsResponse
+	(*CompactTabletsRequest)(nil),    // 20: cellar.master.CompactTabletsRequest
+	(*CompactTabletsProgress)(nil),   // 21: cellar.master.CompactTabletsProgress
+	(*ListTablesResponse_Table)(nil), // 22: cellar.master.ListTablesResponse.Table
 }
 var file_master_proto_depIdxs = []int32{
-	20, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
+	22, // 0: cellar.master.ListTablesResponse.tables:type_name -> cellar.master.ListTablesResponse.Table
 	10, // 1: cellar.master.ListTabletsResponse.tablets:type_name -> cellar.master.Tablet
 	10, // 2: cellar.master.ListTabletsResponse.recovering:type_name -> cellar.master.Tablet
 	13, // 3: cellar.master.SplitTabletRequest.tablet:type_name -> cellar.master.TabletRef
 	10, // 4: cellar.master.SplitTabletResponse.tablets:type_name -> cellar.master.Tablet
 	13, // 5: cellar.master.MoveTabletRequest.tablet:type_name -> cellar.master.TabletRef
 	10, // 6: cellar.master.MoveTabletResponse.tablet:type_name -> cellar.master.Tablet
-	13, // 7: cellar.master.CompactTabletsRequest.tablet:type_name -> cellar.master.TabletRef
-	0,  // 8: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
-	2,  // 9: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
-	4,  // 10: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
-	6,  // 11: cellar.master.Master.DeleteTable:input_type -> cellar.master.DeleteTableRequest
-	8,  // 12: cellar.master.Master.UpdateSchema:input_type -> cellar.master.UpdateSchemaRequest
-	11, // 13: cellar.master.Master.ListTablets:input_type -> cellar.master.ListTabletsRequest
-	14, // 14: cellar.master.Master.SplitTablet:input_type -> cellar.master.SplitTabletRequest
-	16, // 15: cellar.master.Master.MoveTablet:input_type -> cellar.master.MoveTabletRequest
-	18, // 16: cellar.master.Master.CompactTablets:input_type -> cellar.master.CompactTabletsRequest
-	1,  // 17: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
-	3,  // 18: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
-	5,  // 19: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
-	7,  // 20: cellar.master.Master.DeleteTable:output_type -> cellar.master.DeleteTableResponse
-	9,  // 21: cellar.master.Master.UpdateSchema:output_type -> cellar.master.UpdateSchemaResponse
-	12, // 22: cellar.master.Master.ListTablets:output_type -> cellar.master.ListTabletsResponse
-	15, // 23: cellar.master.Master.SplitTablet:output_type -> cellar.master.SplitTabletResponse
-	17, // 24: cellar.master.Master.MoveTablet:output_type -> cellar.master.MoveTabletResponse
-	19, // 25: cellar.master.Master.CompactTablets:output_type -> cellar.master.CompactTabletsProgress
-	17, // [17:26] is the sub-list for method output_type
-	8,  // [8:17] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	10, // 7: cellar.master.MergeTabletsResponse.tablet:type_name -> cellar.master.Tablet
+	13, // 8: cellar.master.CompactTabletsRequest.tablet:type_name -> cellar.master.TabletRef
+	0,  // 9: cellar.master.Master.CreateTable:input_type -> cellar.master.CreateTableRequest
+	2,  // 10: cellar.master.Master.ListTables:input_type -> cellar.master.ListTablesRequest
+	4,  // 11: cellar.master.Master.ReportSplit:input_type -> cellar.master.ReportSplitRequest
+	6,  // 12: cellar.master.Master.DeleteTable:input_type -> cellar.master.DeleteTableRequest
+	8,  // 13: cellar.master.Master.UpdateSchema:input_type -> cellar.master.UpdateSchemaRequest
+	11, // 14: cellar.master.Master.ListTablets:input_type -> cellar.master.ListTabletsRequest
+	14, // 15: cellar.master.Master.SplitTablet:input_type -> cellar.master.SplitTabletRequest
+	16, // 16: cellar.master.Master.MoveTablet:input_type -> cellar.master.MoveTabletRequest
+	18, // 17: cellar.master.Master.MergeTablets:input_type -> cellar.master.MergeTabletsRequest
+	20, // 18: cellar.master.Master.CompactTablets:input_type -> cellar.master.CompactTabletsRequest
+	1,  // 19: cellar.master.Master.CreateTable:output_type -> cellar.master.CreateTableResponse
+	3,  // 20: cellar.master.Master.ListTables:output_type -> cellar.master.ListTablesResponse
+	5,  // 21: cellar.master.Master.ReportSplit:output_type -> cellar.master.ReportSplitResponse
+	7,  // 22: cellar.master.Master.DeleteTable:output_type -> cellar.master.DeleteTableResponse
+	9,  // 23: cellar.master.Master.UpdateSchema:output_type -> cellar.master.UpdateSchemaResponse
+	12, // 24: cellar.master.Master.ListTablets:output_type -> cellar.master.ListTabletsResponse
+	15, // 25: cellar.master.Master.SplitTablet:output_type -> cellar.master.SplitTabletResponse
+	17, // 26: cellar.master.Master.MoveTablet:output_type -> cellar.master.MoveTabletResponse
+	19, // 27: cellar.master.Master.MergeTablets:output_type -> cellar.master.MergeTabletsResponse
+	21, // 28: cellar.master.Master.CompactTablets:output_type -> cellar.master.CompactTabletsProgress
+	19, // [19:29] is the sub-list for method output_type
+	9,  // [9:19] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -1380,7 +1512,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

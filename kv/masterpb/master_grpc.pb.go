@@ -30,6 +30,7 @@ const (
 	Master_ListTablets_FullMethodName    = "/cellar.master.Master/ListTablets"
 	Master_SplitTablet_FullMethodName    = "/cellar.master.Master/SplitTablet"
 	Master_MoveTablet_FullMethodName     = "/cellar.master.Master/MoveTablet"
+	Master_MergeTablets_FullMethodName   = "/cellar.master.Master/MergeTablets"
 	Master_CompactTablets_FullMethodName = "/cellar.master.Master/CompactTablets"
 )
 
@@ -57,6 +58,11 @@ type MasterClient interface {
 	// loaded other one, through the master's assignment (unload, then load
 	// from METADATA).
 	MoveTablet(ctx context.Context, in *MoveTabletRequest, opts ...grpc.CallOption) (*MoveTabletResponse, error)
+	// MergeTablets forces a merge of two adjacent tablets of a table: the
+	// one holding a row and its right neighbour (the tablet that starts at
+	// its end). If they are served by different servers, the smaller one is
+	// first moved to the other's server, as MoveTablet moves it.
+	MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error)
 	// CompactTablets runs a major compaction of a table's tablets, or of
 	// one, and streams its progress until it is done.
 	CompactTablets(ctx context.Context, in *CompactTabletsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CompactTabletsProgress], error)
@@ -150,6 +156,16 @@ func (c *masterClient) MoveTablet(ctx context.Context, in *MoveTabletRequest, op
 	return out, nil
 }
 
+func (c *masterClient) MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MergeTabletsResponse)
+	err := c.cc.Invoke(ctx, Master_MergeTablets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *masterClient) CompactTablets(ctx context.Context, in *CompactTabletsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CompactTabletsProgress], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Master_ServiceDesc.Streams[0], Master_CompactTablets_FullMethodName, cOpts...)
@@ -193,6 +209,11 @@ type MasterServer interface {
 	// loaded other one, through the master's assignment (unload, then load
 	// from METADATA).
 	MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error)
+	// MergeTablets forces a merge of two adjacent tablets of a table: the
+	// one holding a row and its right neighbour (the tablet that starts at
+	// its end). If they are served by different servers, the smaller one is
+	// first moved to the other's server, as MoveTablet moves it.
+	MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error)
 	// CompactTablets runs a major compaction of a table's tablets, or of
 	// one, and streams its progress until it is done.
 	CompactTablets(*CompactTabletsRequest, grpc.ServerStreamingServer[CompactTabletsProgress]) error
@@ -229,6 +250,9 @@ func (UnimplementedMasterServer) SplitTablet(context.Context, *SplitTabletReques
 }
 func (UnimplementedMasterServer) MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MoveTablet not implemented")
+}
+func (UnimplementedMasterServer) MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MergeTablets not implemented")
 }
 func (UnimplementedMasterServer) CompactTablets(*CompactTabletsRequest, grpc.ServerStreamingServer[CompactTabletsProgress]) error {
 	return status.Error(codes.Unimplemented, "method CompactTablets not implemented")
@@ -398,6 +422,24 @@ func _Master_MoveTablet_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_MergeTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MergeTabletsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).MergeTablets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_MergeTablets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).MergeTablets(ctx, req.(*MergeTabletsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_CompactTablets_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(CompactTabletsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -447,6 +489,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MoveTablet",
 			Handler:    _Master_MoveTablet_Handler,
+		},
+		{
+			MethodName: "MergeTablets",
+			Handler:    _Master_MergeTablets_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

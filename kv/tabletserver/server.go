@@ -224,8 +224,10 @@ func (s *Server) watch(l Lock) {
 		if end := l.LeaseEnd(); !end.IsZero() && end.Before(since) {
 			since = end
 		}
-		s.opts.Logger.Error("lost its lock; not serving", slog.String("server", s.opts.ID), slog.String("path", s.Path()), slog.Time("since", since))
+		s.opts.Logger.Error("lost its lock; not serving", slog.String("server", s.opts.ID), slog.String("path", s.Path()), slog.String("since", preciseTime(since)))
 		for {
+			// The lock may be held again from some point of Relock on.
+			attempt := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			go func() {
 				select {
@@ -237,7 +239,7 @@ func (s *Server) watch(l Lock) {
 			err := l.Relock(ctx)
 			cancel()
 			if err == nil {
-				s.opts.Logger.Info("holds its lock again; serving", slog.String("server", s.opts.ID))
+				s.opts.Logger.Info("holds its lock again; serving", slog.String("server", s.opts.ID), slog.String("since", preciseTime(attempt)))
 				break
 			}
 			if errors.Is(err, ErrFileGone) {

@@ -29,7 +29,7 @@ import (
 
 // The operator's table and tablet commands of cellar admin: tables with
 // their families and GC rules, the tablets and where they are served, and
-// forced splits, moves and major compactions. They all talk to the active
+// forced splits, moves, merges and major compactions. They all talk to the active
 // master's admin RPCs (kv/masterpb).
 
 const adminTablesUsage = `       cellar admin table create [-splits a,b] TABLE FAMILY[=GC]...
@@ -40,6 +40,7 @@ const adminTablesUsage = `       cellar admin table create [-splits a,b] TABLE F
        cellar admin tablets [TABLE]
        cellar admin split [-tablet SERVER/ID] TABLE [KEY]
        cellar admin move TABLET [SERVER]        (TABLET is SERVER/ID as cellar admin tablets shows it)
+       cellar admin merge TABLE [ROW]           (the tablet holding ROW, or the first, with the next one)
        cellar admin compact TABLE [TABLET]
   GC is none, versions:N, age:DURATION (e.g. 90s, 12h, 30d), or union(GC,GC...) / intersection(GC,GC...).
   Every subcommand takes -h for its flags; they all take -chubby, -cell, -secret and -timeout.`
@@ -47,7 +48,7 @@ const adminTablesUsage = `       cellar admin table create [-splits a,b] TABLE F
 // isAdminTableCommand reports whether cellar admin NAME is served here.
 func isAdminTableCommand(name string) bool {
 	switch name {
-	case "table", "tablets", "split", "move", "compact":
+	case "table", "tablets", "split", "move", "merge", "compact":
 		return true
 	}
 	return false
@@ -75,6 +76,7 @@ func adminTableCmds() map[string]adminTableCmd {
 		"tablets":        {usage: "cellar admin tablets [TABLE]", min: 0, max: 1, flags: noFlags(tabletsList)},
 		"split":          {usage: "cellar admin split [-tablet SERVER/ID] TABLE [KEY]", min: 1, max: 2, flags: splitCmd},
 		"move":           {usage: "cellar admin move TABLET [SERVER]   (TABLET is SERVER/ID; no SERVER: the least loaded other server)", min: 1, max: 2, flags: noFlags(moveCmd)},
+		"merge":          {usage: "cellar admin merge TABLE [ROW]   (the tablet holding ROW, or the table's first, with the tablet after it)", min: 1, max: 2, flags: noFlags(mergeCmd)},
 		"compact":        {usage: "cellar admin compact TABLE [TABLET]   (TABLET is SERVER/ID)", min: 1, max: 2, flags: noFlags(compactCmd), streams: true},
 	}
 }
@@ -88,7 +90,7 @@ func isHelp(arg string) bool {
 	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
 }
 
-// runAdminTables runs cellar admin table|tablets|split|move|compact.
+// runAdminTables runs cellar admin table|tablets|split|move|merge|compact.
 func runAdminTables(args []string, env Env) int {
 	name := args[0]
 	rest := args[1:]
@@ -605,6 +607,28 @@ func moveCmd(ctx context.Context, d *adminDialer, pos []string, env Env) error {
 	t := resp.Tablet
 	fmt.Fprintf(env.Stdout, "moved tablet [%s, %s) of %s to %s; it is now %s/%d\n", showKey(t.Start, "<start>"), showKey(t.End, "<end>"),
 		t.Table, t.Server, t.Server, t.Id)
+	return nil
+}
+
+func mergeCmd(ctx context.Context, d *adminDialer, pos []string, env Env) error {
+	req := &masterpb.MergeTabletsRequest{Table: pos[0]}
+	if len(pos) > 1 {
+		req.Row = []byte(pos[1])
+	}
+	c, err := d.conn()
+	if err != nil {
+		return err
+	}
+	resp, err := c.m.MergeTablets(ctx, req)
+	if err != nil {
+		return err
+	}
+	if resp.MovedFrom != "" {
+		fmt.Fprintf(env.Stdout, "moved the tablet of %s starting at %s from %s to %s first\n", pos[0], showKey(resp.MovedRangeStart, "<start>"), resp.MovedFrom, resp.Tablet.Server)
+	}
+	t := resp.Tablet
+	fmt.Fprintf(env.Stdout, "merged %s into [%s, %s):\n", pos[0], showKey(t.Start, "<start>"), showKey(t.End, "<end>"))
+	printTablets(env.Stdout, []*masterpb.Tablet{t})
 	return nil
 }
 

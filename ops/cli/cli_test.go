@@ -99,7 +99,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	}
 	cmds = append(cmds, []string{"cluster", "up"}, []string{"cluster", "down"}, []string{"cluster", "status"},
 		[]string{"admin", "tablets"}, []string{"admin", "table", "create"}, []string{"admin", "split"},
-		[]string{"admin", "move"}, []string{"admin", "compact"}, []string{"admin", "user", "add"}, []string{"admin", "grant"},
+		[]string{"admin", "move"}, []string{"admin", "merge"}, []string{"admin", "compact"}, []string{"admin", "user", "add"}, []string{"admin", "grant"},
 		[]string{"table", "create"}, []string{"kv", "scan"}, []string{"sstable", "dump"}, []string{"log", "dump"}, []string{"lock", "ls"})
 	for _, c := range cmds {
 		for _, h := range []string{"-h", "--help"} {

@@ -94,6 +94,21 @@ func TestChaos(t *testing.T) {
 	if sum.Coverage != nil {
 		t.Errorf("tablet coverage: %v", sum.Coverage)
 	}
+	// Serving intervals over the whole run, up to now (every process
+	// still runs; what each served last ends here).
+	if logs, err := c.ServingLogs(); err != nil {
+		sum.IntervalsErr = err
+	} else {
+		var ivs []Interval
+		ivs, sum.IntervalsErr = ServingIntervals(logs, time.Now())
+		sum.Intervals, sum.Overlaps = len(ivs), CheckServingIntervals(ivs)
+	}
+	if sum.IntervalsErr != nil {
+		t.Errorf("serving intervals: %v", sum.IntervalsErr)
+	}
+	for _, o := range sum.Overlaps {
+		t.Errorf("a tablet served on two servers at once:\n  %v", o)
+	}
 	if sum.Set, err = w.CheckSet(ctx); err != nil {
 		t.Errorf("set: %v", err)
 	}

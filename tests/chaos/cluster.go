@@ -118,6 +118,8 @@ type Proc struct {
 	// expectExit: the harness killed it, or a nemesis expects it to
 	// fence itself; any other exit is recorded as unexpected.
 	expectExit bool
+	// incs are its incarnations, for the serving intervals.
+	incs []Incarnation
 }
 
 // Exit is a process's exit that no nemesis caused or expected.
@@ -309,17 +311,23 @@ func (p *Proc) start(ctx context.Context) error {
 	cmd.Env = childEnv(os.Environ())
 	// A process group of its own: a signal to the test does not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	exited := make(chan struct{})
 	p.mu.Lock()
 	p.cmd, p.exited, p.stopped, p.logOff, p.expectExit = cmd, exited, false, off, false
+	p.incs = append(p.incs, Incarnation{Started: started})
+	inc := len(p.incs) - 1
 	p.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
+		// After Wait: the process is gone, so it serves nothing after this.
+		gone := time.Now()
 		p.mu.Lock()
 		expected := p.expectExit
+		p.incs[inc].Exited = gone
 		p.mu.Unlock()
 		if !expected {
 			b, _ := os.ReadFile(p.Log)
@@ -428,22 +436,63 @@ func (p *Proc) Kill(ctx context.Context) error {
 }
 
 // Stop sends SIGSTOP: the process freezes, sockets and leases included.
+// It returns once the process is seen stopped (state T in /proc), or
+// after a second, and records that time as the pause's start.
 func (p *Proc) Stop() error {
 	if err := p.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
+	stat := fmt.Sprintf("/proc/%d/stat", p.Pid())
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		// The state follows the parenthesized command name.
+		if i := bytes.LastIndexByte(b, ')'); err == nil && i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			break
+		}
+	}
+	now := time.Now()
 	p.mu.Lock()
 	p.stopped = true
+	if n := len(p.incs); n > 0 {
+		p.incs[n-1].Pauses = append(p.incs[n-1].Pauses, Pause{Stopped: now})
+	}
 	p.mu.Unlock()
 	return nil
 }
 
-// Cont sends SIGCONT to a stopped process.
+// Cont sends SIGCONT to a stopped process, recording the time first: the
+// process may run again from then on.
 func (p *Proc) Cont() error {
 	p.mu.Lock()
 	p.stopped = false
+	if n := len(p.incs); n > 0 {
+		if ps := p.incs[n-1].Pauses; len(ps) > 0 && ps[len(ps)-1].Continued.IsZero() {
+			ps[len(ps)-1].Continued = time.Now()
+		}
+	}
 	p.mu.Unlock()
 	return p.signal(syscall.SIGCONT)
+}
+
+// ServingLogs are the tablet servers' logs and incarnations, for
+// ServingIntervals.
+func (c *Cluster) ServingLogs() ([]ServingLog, error) {
+	var out []ServingLog
+	for _, p := range c.ByRole(RoleTabletServer) {
+		b, err := os.ReadFile(p.Log)
+		if err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		incs := make([]Incarnation, len(p.incs))
+		for i, inc := range p.incs {
+			incs[i] = inc
+			incs[i].Pauses = append([]Pause(nil), inc.Pauses...)
+		}
+		p.mu.Unlock()
+		out = append(out, ServingLog{Proc: p.Name, Text: string(b), Incarnations: incs})
+	}
+	return out, nil
 }
 
 // Restart starts a new incarnation of a process that is not running, with

@@ -4,8 +4,8 @@
 // tabletserver" processes over one dfs directory, and a "cellar gateway"
 // serving both pgwire and the Bigtable API), runs clients against both
 // front doors while a seeded scheduler kills, pauses and restarts single
-// processes and forces tablet splits and moves, and then checks what the
-// clients saw:
+// processes and forces tablet splits, moves and merges, and then checks
+// what the clients saw:
 //
 //   - a per-row register (reads, writes, compare-and-swaps through the
 //     Bigtable API and SQL on the same rows) is linearizable, checked with
@@ -16,7 +16,10 @@
 //     attempted increments;
 //   - after each fault heals the cluster serves every workload again
 //     within a stated bound, and the tablets of every table cover its key
-//     space without gaps or overlaps.
+//     space without gaps or overlaps;
+//   - across the whole run, no key range is served by two tablet servers
+//     at once (intervals.go: serving intervals from the servers' logs and
+//     the harness's kills and stops).
 //
 // The harness (Cluster, Proc), the workloads (Workloads) and the
 // nemeses (Nemesis, Schedule) are ordinary package files so that other

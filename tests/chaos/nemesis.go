@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -31,12 +32,13 @@ const (
 	PauseChubbyLeader         Kind = "pause-chubby-leader"          // SIGSTOP the Chubby leader past an election but within the lease, then SIGCONT: it comes back as a follower
 	SplitTablet               Kind = "split"                        // forced split of the register's tablet at a current row
 	MoveTablet                Kind = "move"                         // forced move of the register's tablet
+	MergeTablets              Kind = "merge"                        // forced merge of the register's tablet with a neighbour
 )
 
 // Kinds lists the fault kinds this package injects.
 func Kinds() []Kind {
 	return []Kind{KillTabletServer, KillTabletServerLeaveDead, KillMaster, KillChubbyLeader, KillChubbyFollower,
-		KillGateway, PauseTabletServer, PauseMaster, PauseChubbyLeader, SplitTablet, MoveTablet}
+		KillGateway, PauseTabletServer, PauseMaster, PauseChubbyLeader, SplitTablet, MoveTablet, MergeTablets}
 }
 
 // Fault is one injected fault and what it cost.
@@ -110,13 +112,26 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // ShortSchedule is every kind rounds times, each round in an order the
-// seed picks.
+// seed picks, except that a round's split, move and merge come in that
+// order (at the places the seed picked for the three).
 func ShortSchedule(seed uint64, rounds int) []Kind {
 	r := rand.New(rand.NewPCG(seed, 0x73636864))
 	var out []Kind
 	for range rounds {
 		ks := Kinds()
 		r.Shuffle(len(ks), func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
+		// A merge needs a neighbour, so the round's split comes first;
+		// the move in between most often leaves the two halves on
+		// different servers, so that the merge moves one of them first.
+		ordered := []Kind{SplitTablet, MoveTablet, MergeTablets}
+		var at []int
+		for _, k := range ordered {
+			at = append(at, slices.Index(ks, k))
+		}
+		slices.Sort(at)
+		for i, k := range ordered {
+			ks[at[i]] = k
+		}
 		out = append(out, ks...)
 	}
 	return out
@@ -279,7 +294,7 @@ func (n *Nemesis) run(ctx context.Context, f *Fault) error {
 			return err
 		}
 		f.Healed = time.Now()
-	case SplitTablet, MoveTablet:
+	case SplitTablet, MoveTablet, MergeTablets:
 		if err := n.tabletOp(ctx, f); err != nil {
 			return err
 		}
@@ -323,8 +338,9 @@ func (n *Nemesis) registerServer(ctx context.Context) (*Proc, error) {
 	return nil, fmt.Errorf("find the register's tablet server: %w", last)
 }
 
-// tabletOp forces a split of the register's tablet at a current row, or
-// a move of it to another server, through the active master.
+// tabletOp forces a split of the register's tablet at a current row, a
+// move of it to another server, or a merge of it with a neighbour,
+// through the active master.
 func (n *Nemesis) tabletOp(ctx context.Context, f *Fault) error {
 	row := n.w.RegisterRow(1 + n.r.IntN(n.w.opts.RegisterRows-1))
 	_, m, err := n.c.ActiveMaster(ctx)
@@ -337,6 +353,9 @@ func (n *Nemesis) tabletOp(ctx context.Context, f *Fault) error {
 	if f.Kind == SplitTablet {
 		f.Target = fmt.Sprintf("%s at %s", RegisterTable, row)
 		_, err = m.SplitTablet(cctx, &masterpb.SplitTabletRequest{Table: RegisterTable, Key: []byte(row)})
+	} else if f.Kind == MergeTablets {
+		f.Note, err = n.merge(cctx, m, row)
+		f.Target = fmt.Sprintf("%s's tablet of %s", RegisterTable, row)
 	} else {
 		f.Target = fmt.Sprintf("%s's tablet of %s", RegisterTable, row)
 		var resp *masterpb.MoveTabletResponse
@@ -346,14 +365,45 @@ func (n *Nemesis) tabletOp(ctx context.Context, f *Fault) error {
 		}
 	}
 	if err != nil {
-		// A split at a row that already starts a tablet, or a move that
-		// races the balancer, is refused: the cluster said no, which is
+		// A split at a row that already starts a tablet, a move that
+		// races the balancer, or a merge of a table's only tablet, is
+		// refused: the cluster said no, which is
 		// not a violation. It is noted, and still counts as a fault
 		// (the master did the work up to the refusal).
 		f.Note = fmt.Sprintf("refused: %v", err)
 	}
 	f.Healed = time.Now()
 	return nil
+}
+
+// merge merges the register's tablet holding row with its right
+// neighbour, or, if it is the table's last tablet (the current rows sort
+// last once the clients move on to fresh ones), its left neighbour with
+// it. It returns what was merged, or the refusal.
+func (n *Nemesis) merge(ctx context.Context, m masterpb.MasterClient, row string) (string, error) {
+	resp, err := m.ListTablets(ctx, &masterpb.ListTabletsRequest{Table: RegisterTable})
+	if err != nil {
+		return "", err
+	}
+	at := []byte(row)
+	for i, t := range resp.Tablets {
+		if string(t.Start) <= row && (len(t.End) == 0 || row < string(t.End)) && len(t.End) == 0 && i > 0 {
+			at = resp.Tablets[i-1].Start // the left neighbour, with this one
+		}
+	}
+	mr, err := m.MergeTablets(ctx, &masterpb.MergeTabletsRequest{Table: RegisterTable, Row: at})
+	if err != nil {
+		return "", err
+	}
+	end := "+inf"
+	if len(mr.Tablet.End) > 0 {
+		end = fmt.Sprintf("%q", mr.Tablet.End)
+	}
+	note := fmt.Sprintf("merged into [%q, %s) on %s", mr.Tablet.Start, end, mr.Tablet.Server)
+	if mr.MovedFrom != "" {
+		note += fmt.Sprintf(", after moving the tablet at %q from %s", mr.MovedRangeStart, mr.MovedFrom)
+	}
+	return note, nil
 }
 
 // waitRecovered waits until every stream has been answered by an

@@ -30,6 +30,13 @@ type Summary struct {
 	// is its error, if any.
 	Tablets  int
 	Coverage error
+	// Intervals is the number of tablet serving intervals read from the
+	// tablet servers' logs; Overlaps are pairs of them on different
+	// servers that overlap in keys and time; IntervalsErr says why they
+	// could not be read.
+	Intervals    int
+	Overlaps     []Overlap
+	IntervalsErr error
 	// Exits are the processes' exits that no nemesis caused.
 	Exits []Exit
 }
@@ -109,6 +116,17 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, "tablet coverage: FAILED: %v\n", s.Coverage)
 	} else {
 		fmt.Fprintf(&b, "tablet coverage: %d tablets cover their tables without gaps or overlaps\n", s.Tablets)
+	}
+	switch {
+	case s.IntervalsErr != nil:
+		fmt.Fprintf(&b, "serving intervals: FAILED to read them: %v\n", s.IntervalsErr)
+	case len(s.Overlaps) > 0:
+		fmt.Fprintf(&b, "serving intervals: %d from the tablet servers' logs; %d OVERLAP on different servers:\n", s.Intervals, len(s.Overlaps))
+		for _, o := range s.Overlaps {
+			fmt.Fprintf(&b, "  %v\n", o)
+		}
+	default:
+		fmt.Fprintf(&b, "serving intervals: %d from the tablet servers' logs; none overlaps another server's\n", s.Intervals)
 	}
 	return b.String()
 }
