@@ -138,6 +138,9 @@ type blockIter struct {
 	file     string
 	blockOff uint64 // file offset of the block, for errors
 	err      error
+	// touched takes the first byte of each next entry (decodeAt), so
+	// that the compiler keeps that early load.
+	touched byte
 }
 
 type revEntry struct {
@@ -263,6 +266,14 @@ func (b *blockIter) decodeAt(off int) bool {
 	b.offset = off
 	b.next = off + valEnd
 	b.valid = true
+	if b.next < b.restarts {
+		// Load the next entry's header now: with large values it is a
+		// cache line the hardware prefetcher has not fetched, and the
+		// load overlaps the caller's work on this entry instead of
+		// stalling the next decodeAt (count(*) over 100k rows of
+		// 1000-byte values in the block cache: 48 to 39 ms).
+		b.touched ^= b.data[b.next]
+	}
 	return true
 }
 
