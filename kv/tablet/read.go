@@ -225,10 +225,15 @@ type resolver struct {
 	wanted   map[string]bool // nil: every family
 	vis      visibility
 	famOK    bool
-	arena    []byte
-	cells    []model.Cell // the current row's cells, reused
-	slab     []model.Cell // scans hand out rows' cells from here
-	scan     bool
+	// famMemo remembers whether the last two families are wanted.
+	famMemo [2]struct {
+		fi *familyInfo
+		ok bool
+	}
+	arena []byte
+	cells []model.Cell // the current row's cells, reused
+	slab  []model.Cell // scans hand out rows' cells from here
+	scan  bool
 	// A reverse scan reads the rows in [lower, upper) backwards (upper
 	// nil: to the end), upper moving down to each row it reads.
 	lower, upper    []byte
@@ -355,8 +360,7 @@ func (r *resolver) entry(key, value []byte) {
 	}
 	live, famChanged := r.vis.step(key, value, ts, seq, kind)
 	if famChanged {
-		fi := r.vis.famInfo
-		r.famOK = fi != nil && (r.wanted == nil || r.wanted[fi.name])
+		r.famOK = r.familyOK(r.vis.famInfo)
 	}
 	if kind != model.KindSetCell || !live || !r.famOK || !r.opts.TimeRange.Contains(ts) {
 		return
@@ -371,6 +375,25 @@ func (r *resolver) entry(key, value []byte) {
 		Timestamp: ts,
 		Value:     value,
 	})
+}
+
+// familyOK: the read wants fi's cells (nil: an undeclared family, never).
+func (r *resolver) familyOK(fi *familyInfo) bool {
+	if fi == nil {
+		return false
+	}
+	if r.wanted == nil {
+		return true
+	}
+	for _, m := range r.famMemo {
+		if m.fi == fi {
+			return m.ok
+		}
+	}
+	ok := r.wanted[fi.name]
+	r.famMemo[1] = r.famMemo[0]
+	r.famMemo[0].fi, r.famMemo[0].ok = fi, ok
+	return ok
 }
 
 // groupsFor returns the locality groups that hold the given families.
@@ -540,7 +563,7 @@ func (p *pointRead) resolver(snapshot uint64, si *schemaInfo, opts *ReadOptions)
 	cells, wanted := r.cells[:0], r.wanted
 	vis := r.vis
 	*r = resolver{src: &p.m, snapshot: snapshot, opts: opts, cells: cells}
-	r.vis = visibility{si: si, row: vis.row[:0], col: vis.col[:0], fam: vis.fam[:0], markers: vis.markers[:0]}
+	r.vis = visibility{si: si, row: vis.row[:0], col: vis.col[:0], fam: vis.fam[:0], prevFam: vis.prevFam[:0], markers: vis.markers[:0]}
 	if opts.Families != nil {
 		if wanted == nil {
 			wanted = make(map[string]bool, len(opts.Families))

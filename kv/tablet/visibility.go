@@ -19,11 +19,14 @@ type colMarker struct {
 // sequence number; of several writes of one (column, timestamp) only the
 // newest counts.
 type visibility struct {
-	si       *schemaInfo
-	row      []byte
-	col      []byte
-	fam      []byte
-	famInfo  *familyInfo // nil for an undeclared family
+	si      *schemaInfo
+	row     []byte
+	col     []byte
+	fam     []byte
+	famInfo *familyInfo // nil for an undeclared family
+	// the family before fam, and its info
+	prevFam  []byte
+	prevInfo *familyInfo
 	rowDel   uint64
 	famDel   uint64
 	markers  []colMarker
@@ -55,9 +58,16 @@ func (v *visibility) step(key, value []byte, ts int64, seq uint64, kind model.Mu
 		v.markers = v.markers[:0]
 		v.haveTS, v.versions = false, 0
 		if fam := model.FamilyOf(key, len(v.row)); !bytes.Equal(fam, v.fam) {
-			v.fam = append(v.fam[:0], fam...)
+			// Rows mostly alternate between the same two families (a
+			// row's marker and its data), so the one before is kept:
+			// no schema lookup then.
+			v.fam, v.prevFam = v.prevFam, v.fam
+			v.famInfo, v.prevInfo = v.prevInfo, v.famInfo
+			if !bytes.Equal(fam, v.fam) {
+				v.fam = append(v.fam[:0], fam...)
+				v.famInfo = v.si.family(fam)
+			}
 			v.famDel = 0
-			v.famInfo = v.si.family(fam)
 			familyChanged = true
 		}
 	}
