@@ -395,6 +395,8 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		args, formats = c.unnamed.args[:0], c.unnamed.formats[:0]
 	}
 	args = append(args, make([]any, len(params))...)
+	var style pgtypes.Style
+	haveStyle := false
 	for i, raw := range m.Parameters {
 		if raw == nil {
 			continue
@@ -402,7 +404,10 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		var err error
 		switch formatFor(m.ParameterFormatCodes, i) {
 		case 0:
-			args[i], err = pgtypes.ParseTextStyle(params[i], string(raw), sessionStyle(c.sess))
+			if !haveStyle {
+				style, haveStyle = sessionStyle(c.sess), true
+			}
+			args[i], err = pgtypes.ParseTextStyle(params[i], string(raw), style)
 		case 1:
 			args[i], err = decodeBinary(params[i], raw)
 		default:

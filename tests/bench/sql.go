@@ -519,6 +519,18 @@ func runSQLSide(s *sqlSide, cfg sqlConfig, tools sqlTools, d *sqlData, dir strin
 			}
 		}
 	}
+	if s.afterLoad != nil {
+		// The same for cellar: a major compaction (a bulk load leaves
+		// the rows in memtables and in SSTables of several runs), so
+		// that no flush or compaction lands in a workload.
+		actx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		err := s.afterLoad(actx)
+		cancel()
+		if err != nil {
+			res["load"] = sqlResult{err: err}
+			return failAll(errors.New("load failed"))
+		}
+	}
 	if s.dataDir != "" {
 		s.diskAfterLoad, _ = dirUsage(s.dataDir)
 	}

@@ -33,6 +33,9 @@ type sqlSide struct {
 	tools                sqlTools
 	// isPostgres sides get VACUUM ANALYZE and CHECKPOINT after the load.
 	isPostgres bool
+	// afterLoad, if set, is a cellar side's counterpart of that: a major
+	// compaction of the table (cellar admin compact).
+	afterLoad func(ctx context.Context) error
 	// external sides were running before the suite; their table bench is
 	// dropped first.
 	external bool
@@ -288,7 +291,7 @@ func startCellarDemo(tools sqlTools, bin string, built bool, dir string) (*sqlSi
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	addrs, err := freeAddrs(1)
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
@@ -296,8 +299,15 @@ func startCellarDemo(tools sqlTools, bin string, built bool, dir string) (*sqlSi
 	data := filepath.Join(dir, "data")
 	s := &sqlSide{label: "cellar", kind: "cellar demo", host: host, port: port, user: "cellar", db: "cellar",
 		tools: tools, dataDir: data, logPath: filepath.Join(dir, "cellar.log")}
+	s.afterLoad = func(ctx context.Context) error {
+		cmd := exec.CommandContext(ctx, bin, "admin", "compact", "-chubby", addrs[1], "-secret-file", filepath.Join(data, "secret"), "bench")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("cellar admin compact bench: %v: %s", err, tail(string(out), 1000))
+		}
+		return nil
+	}
 	cmd := exec.Command(bin, "demo", "-data", data, "-pgwire", addrs[0], "-http", "127.0.0.1:0",
-		"-chubby", "127.0.0.1:0", "-chubby-replicas", "1", "-tabletserver", "127.0.0.1:0", "-tabletservers", "3",
+		"-chubby", addrs[1], "-chubby-replicas", "1", "-tabletserver", "127.0.0.1:0", "-tabletservers", "3",
 		"-master", "127.0.0.1:0", "-bigtable", "")
 	cmd.Dir = dir
 	// The demo reads unset flags from CELLAR_DEMO_*; none of the caller's.
