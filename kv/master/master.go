@@ -19,8 +19,12 @@
 // the servers, ask them what they serve, assign the root tablet, scan
 // METADATA.
 //
-// The master stops for good (Options.OnFatal) when it loses its lock: its
-// session expired, so another master may be active.
+// When its lock stops being held safely, the master pauses. If its Chubby
+// session was only in jeopardy (a Chubby failover, a partition shorter
+// than the grace period) and still holds the lock in the same generation,
+// it resumes: no other master can have acted meanwhile. Otherwise (the
+// session expired, so another master may be active) it stops for good
+// (Options.OnFatal).
 package master
 
 import (
@@ -78,6 +82,14 @@ type SequencedLock interface {
 	Sequencer() (client.Sequencer, error)
 }
 
+// ResumableLock is a Lock whose session can come back from jeopardy:
+// Resume waits until the same session holds it safely again, and fails
+// once that session has ended.
+type ResumableLock interface {
+	Lock
+	Resume(ctx context.Context) error
+}
+
 // File is a file in the servers directory.
 type File struct {
 	Name     string
@@ -104,6 +116,11 @@ type Options struct {
 	Logger *slog.Logger
 	// OnFatal is called once when the master must stop (it lost its lock).
 	OnFatal func(error)
+	// RelockWait bounds the pause after the lock stopped being held
+	// safely: the master waits this long for its session to come out of
+	// jeopardy still holding the lock, then stops (default 10 s; negative:
+	// stop at once).
+	RelockWait time.Duration
 	// FS and DFSRoot are the shared file system the tablet servers use;
 	// the master's file GC deletes files there. Without FS there is no GC.
 	FS      dfs.FS
@@ -140,6 +157,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.RelockWait == 0 {
+		o.RelockWait = 10 * time.Second
 	}
 	if o.OnFatal == nil {
 		o.OnFatal = func(error) {}
@@ -261,6 +281,9 @@ func (m *Master) run(l Lock) {
 		case <-m.stop:
 			return
 		case <-l.Lost():
+			if m.retake(l) {
+				continue
+			}
 			m.event(EventMaster, slog.LevelError, "lost the master lock; stopping", slog.String("addr", m.opts.Addr))
 			m.opts.OnFatal(errors.New("master: lost the master lock"))
 			return
@@ -273,6 +296,46 @@ func (m *Master) run(l Lock) {
 			cancel()
 		}
 	}
+}
+
+// retake pauses the master until its lock is held safely again by the
+// same session, and reports whether it is: the session never ended, so no
+// other master held the lock in between, and the master's view of the
+// cluster is still its own (the lock's generation is checked too). If the
+// session ended, another master may have acted, and this one stops. Rounds do not run meanwhile; an operator's call that
+// does is fenced by the sequencer, which the tablet servers check with the
+// cell.
+func (m *Master) retake(l Lock) bool {
+	rl, ok := l.(ResumableLock)
+	sl, sok := l.(SequencedLock)
+	old := m.seq.Load()
+	if !ok || !sok || old == nil || m.opts.RelockWait < 0 {
+		return false
+	}
+	m.event(EventMaster, slog.LevelWarn, "the master lock is not held safely (its session is in jeopardy); pausing until it is", slog.String("addr", m.opts.Addr))
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.RelockWait)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := rl.Resume(ctx); err != nil {
+		m.opts.Logger.Warn("the master lock's session did not come back", slog.Duration("waited up to", m.opts.RelockWait), slog.Any("err", err))
+		return false
+	}
+	seq, err := sl.Sequencer()
+	if err != nil || seq.Instance != old.Instance || seq.Generation != old.Generation {
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		l.Release(rctx)
+		rcancel()
+		m.opts.Logger.Warn("the master lock came back in a new generation; another master may have acted", slog.String("was", old.String()), slog.Any("err", err))
+		return false
+	}
+	m.event(EventMaster, slog.LevelInfo, "the master lock is held safely again; resuming", slog.String("addr", m.opts.Addr), slog.String("sequencer", seq.String()))
+	return true
 }
 
 // roundTimeout bounds one round of assignment and upkeep: long enough to

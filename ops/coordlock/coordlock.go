@@ -32,6 +32,14 @@ type Service struct {
 	Poll time.Duration
 }
 
+// The master's and the tablet servers' locks can be taken back after a
+// jeopardy, and carry sequencers.
+var (
+	_ master.ResumableLock = (*lock)(nil)
+	_ master.SequencedLock = (*lock)(nil)
+	_ tabletserver.Lock    = (*lock)(nil)
+)
+
 // ForTabletServer is the tablet server's view of the service.
 type ForTabletServer struct{ Service *Service }
 
@@ -197,6 +205,40 @@ func (l *lock) Relock(ctx context.Context) error {
 		return err
 	}
 	return l.waitHeld(ctx)
+}
+
+// Resume waits until the lock is held safely again by the session that
+// held it, which it is once a session in jeopardy comes back. It fails at
+// once if that session ended: the lock may have gone to someone else
+// since (Relock takes it in a new session instead).
+func (l *lock) Resume(ctx context.Context) error {
+	if l.Held() {
+		return l.waitHeld(ctx)
+	}
+	l.mu.Lock()
+	h := l.h
+	l.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("coordlock: %s: no handle to resume", l.path)
+	}
+	// In jeopardy the call waits until the session is safe again or has
+	// expired; the session's own lock is granted again at once, in the
+	// same generation. Other errors (a cell between masters) are retried
+	// until ctx ends.
+	for {
+		err := h.Acquire(ctx, coord.Exclusive)
+		switch {
+		case err == nil:
+			return l.waitHeld(ctx)
+		case errors.Is(err, coord.ErrSessionExpired), errors.Is(err, coord.ErrInvalidHandle), ctx.Err() != nil:
+			return fmt.Errorf("coordlock: resume %s: %w", l.path, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("coordlock: resume %s: %w", l.path, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // waitHeld returns once the lock counts as held again and the watcher has
