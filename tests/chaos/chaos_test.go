@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ const recoveryBound = 60 * time.Second
 // every fault kind twice, in an order the seed picks (3 to 5 minutes).
 // With CELLAR_CHAOS_DURATION (make soak) it injects random faults for
 // that long. CELLAR_CHAOS_SEED sets the seed, which the summary prints.
+// CELLAR_CHAOS_FAULTS runs a comma-separated list of fault kinds in order
+// instead of the short run (for example eight pause-chubby-leader).
 func TestChaos(t *testing.T) {
 	seed := Seed(t, defaultSeed)
 	var soak time.Duration
@@ -69,11 +72,19 @@ func TestChaos(t *testing.T) {
 	if err := sleep(ctx, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	schedule := ShortSchedule(seed, 2)
+	if s := os.Getenv("CELLAR_CHAOS_FAULTS"); s != "" {
+		// A chosen list of faults, in order (to repeat one kind).
+		schedule = nil
+		for _, k := range strings.Split(s, ",") {
+			schedule = append(schedule, Kind(strings.TrimSpace(k)))
+		}
+	}
 	var runErr error
 	if soak > 0 {
 		runErr = n.RunFor(ctx, soak)
 	} else {
-		for _, k := range ShortSchedule(seed, 2) {
+		for _, k := range schedule {
 			if runErr = n.Run(ctx, k); runErr != nil {
 				break
 			}
