@@ -20,6 +20,13 @@
 // mutations inside take consecutive sequence numbers. Server-assigned
 // timestamps are resolved before a record is written, so replay is exact.
 //
+// A segment may be preallocated (writer.go): zero-filled to SegmentSize
+// and made durable before it is renamed into place, then written from the
+// start, so that a commit's fsync writes data blocks and no new length.
+// Its zeros after the last record read as a torn tail. The spare waiting
+// to become the next segment is named spare.prealloc, which is not a
+// segment name; replay ignores it and Open removes it.
+//
 // # The chain
 //
 // Each segment's header names its predecessor and how many of the
