@@ -180,20 +180,22 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 // portPicker hands out distinct free loopback ports below Linux's
 // ephemeral range (32768 and up), so that no outgoing connection takes
 // one while its process is down between a kill and a restart. Each port
-// stays bound until release, so that the kernel cannot give it twice.
+// stays bound until release, so that the kernel cannot give it twice. The
+// range is 26000-31999: package tests, which make test runs at the same
+// time, picks from 20000-25999.
 type portPicker struct {
 	held []net.Listener
 }
 
 func (pp *portPicker) pick() (string, error) {
 	for range 1000 {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000)))
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 26000+mrand.IntN(6000)))
 		if err == nil {
 			pp.held = append(pp.held, ln)
 			return ln.Addr().String(), nil
 		}
 	}
-	return "", errors.New("no free loopback port in 20000-31999")
+	return "", errors.New("no free loopback port in 26000-31999")
 }
 
 func (pp *portPicker) release() {
