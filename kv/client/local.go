@@ -44,6 +44,14 @@ type localReader interface {
 	ReadRowLocal(ctx context.Context, req *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error)
 }
 
+// localScanner is a tablet server that runs a scan on the caller's
+// goroutine and hands over the rows it read
+// (tabletserver.Server.ScanLocal): no goroutine, channel or protobuf copy
+// per chunk.
+type localScanner interface {
+	ScanLocal(ctx context.Context, req *pb.ScanRequest) (rows []model.Row, more bool, resume []byte, stats *pb.ReadStats, err error)
+}
+
 // readRow reads a row directly, without the protobuf copy if the server
 // offers that.
 func (l localStub) readRow(ctx context.Context, in *pb.ReadRowRequest) (model.Row, bool, *pb.ReadStats, error) {

@@ -474,8 +474,17 @@ func (s *Scanner) call(ctx context.Context, cli pb.TabletServerClient, rng *pb.R
 	if s.limit > 0 {
 		n = min(n, s.limit-s.sent)
 	}
-	stream, err := cli.Scan(ctx, &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{rng},
-		Filter: s.filter, RowLimit: n, Reversed: reversed})
+	req := &pb.ScanRequest{Table: s.table, Ranges: []*pb.RowRange{rng}, Filter: s.filter, RowLimit: n, Reversed: reversed}
+	if l, ok := cli.(localStub); ok {
+		if sc, ok := l.srv.(localScanner); ok {
+			rows, more, resume, st, err := sc.ScanLocal(l.in(ctx), req)
+			if err != nil {
+				return chunk{}, err
+			}
+			return chunk{rows: rows, more: more, resume: resume, stats: statsFromProto(st)}, nil
+		}
+	}
+	stream, err := cli.Scan(ctx, req)
 	if err != nil {
 		return chunk{}, err
 	}

@@ -94,6 +94,13 @@ func (o observed) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.
 	return observe(ctx, o.Server, "Aggregate", o.Server.Aggregate, req)
 }
 
+func (o observed) ScanLocal(ctx context.Context, req *pb.ScanRequest) ([]model.Row, bool, []byte, *pb.ReadStats, error) {
+	start := time.Now()
+	rows, more, resume, st, err := o.Server.ScanLocal(ctx, req)
+	o.opts.ObserveRPC("Scan", time.Since(start), err)
+	return rows, more, resume, st, err
+}
+
 func (o observed) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) error {
 	start := time.Now()
 	err := o.Server.Scan(req, stream)

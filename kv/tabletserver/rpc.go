@@ -297,15 +297,6 @@ func (f filter) passed(ev *model.RowFilterEvaluator, row model.Row) model.Row {
 	return out
 }
 
-// rowProto is passed as a protobuf row, or nil if no cell passes.
-func (f filter) rowProto(ev *model.RowFilterEvaluator, row model.Row) *pb.Row {
-	r := f.passed(ev, row)
-	if len(r.Cells) == 0 {
-		return nil
-	}
-	return rowToProto(r, r.Cells)
-}
-
 func rowToProto(r model.Row, cells []model.Cell) *pb.Row {
 	out := &pb.Row{Key: r.Key, Cells: make([]*pb.Cell, len(cells))}
 	for i, c := range cells {
@@ -408,6 +399,92 @@ func (s *Server) readRow(ctx context.Context, req *pb.ReadRowRequest) (model.Row
 // not overlap. If the filter wants statistics, the call's come on its
 // last message, which it then always sends.
 func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) error {
+	return s.scan(stream.Context(), req, &streamSink{stream: stream})
+}
+
+// ScanLocal is Scan for a caller in the same process (kv/client's direct
+// calls): it runs on the caller's goroutine and hands over the rows
+// themselves, where Scan would make protobuf copies in a goroutine of its
+// own for the caller to copy back. more and resume are Scan's More and
+// ResumeAfter.
+func (s *Server) ScanLocal(ctx context.Context, req *pb.ScanRequest) (rows []model.Row, more bool, resume []byte, stats *pb.ReadStats, err error) {
+	sink := &localSink{}
+	err = s.scan(ctx, req, sink)
+	return sink.rows, sink.more, sink.resume, sink.stats, err
+}
+
+// scanSink takes a scan's rows: a gRPC stream (Scan), or a slice
+// (ScanLocal).
+type scanSink interface {
+	// add takes a row that passed the filter and returns the bytes it
+	// adds to the batch.
+	add(r model.Row) int
+	// send ends the batch: its rows, then, on the last one, More with
+	// ResumeAfter and the statistics.
+	send(more bool, resume []byte, stats *pb.ReadStats) error
+	// pending reports whether the batch holds rows.
+	pending() bool
+}
+
+type streamSink struct {
+	stream pb.TabletServer_ScanServer
+	batch  []*pb.Row
+}
+
+func (k *streamSink) add(r model.Row) int {
+	p := rowToProto(r, r.Cells)
+	k.batch = append(k.batch, p)
+	size := len(p.Key)
+	for _, c := range p.Cells {
+		size += len(c.Qualifier) + len(c.Value) + len(c.Family) + 16
+		for _, l := range c.Labels {
+			size += len(l)
+		}
+	}
+	return size
+}
+
+func (k *streamSink) send(more bool, resume []byte, stats *pb.ReadStats) error {
+	batch := k.batch
+	k.batch = nil
+	return k.stream.Send(&pb.ScanResponse{Rows: batch, More: more, ResumeAfter: resume, Stats: stats})
+}
+
+func (k *streamSink) pending() bool { return len(k.batch) > 0 }
+
+type localSink struct {
+	rows   []model.Row
+	n      int // rows of the current batch
+	more   bool
+	resume []byte
+	stats  *pb.ReadStats
+}
+
+func (k *localSink) add(r model.Row) int {
+	k.rows = append(k.rows, r)
+	k.n++
+	size := len(r.Key)
+	for _, c := range r.Cells {
+		size += len(c.Qualifier) + len(c.Value) + len(c.Family) + 16
+	}
+	return size
+}
+
+func (k *localSink) send(more bool, resume []byte, stats *pb.ReadStats) error {
+	k.n = 0
+	if more {
+		k.more, k.resume = true, resume
+	}
+	if stats != nil {
+		k.stats = stats
+	}
+	return nil
+}
+
+func (k *localSink) pending() bool { return k.n > 0 }
+
+// scan runs a Scan request into sink.
+func (s *Server) scan(ctx context.Context, req *pb.ScanRequest, sink scanSink) error {
 	if err := s.serving(); err != nil {
 		return err
 	}
@@ -429,7 +506,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		return err
 	}
 	s.narrow(&f, req.Table, ranges[0].Start)
-	if err := s.authorizeRead(stream.Context(), req.Table, ranges[0].Start, &f); err != nil {
+	if err := s.authorizeRead(ctx, req.Table, ranges[0].Start, &f); err != nil {
 		return err
 	}
 	if f.blocked {
@@ -440,26 +517,23 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		ranges = slices.Clone(ranges)
 		slices.Reverse(ranges)
 	}
-	ctx := stream.Context()
 	sent := int64(0)
 	bounded := f.dropsRows()
 	deadline := time.Now().Add(scanBudget)
 	read, dropped := 0, 0
 	var last []byte // the last row read
 	stopped := false
-	var batch []*pb.Row
 	size := 0
 	var st tablet.ReadStats
 	flush := func() error {
-		if len(batch) == 0 {
+		if !sink.pending() {
 			return nil
 		}
 		if err := s.serving(); err != nil {
 			return err
 		}
-		err := stream.Send(&pb.ScanResponse{Rows: batch})
-		batch, size = nil, 0
-		return err
+		size = 0
+		return sink.send(false, nil, nil)
 	}
 	for _, r := range ranges {
 		opts := f.withStats(&st)
@@ -480,19 +554,12 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 			}
 			row := sc.Row()
 			read, last = read+1, row.Key
-			p := f.rowProto(ev, row)
-			if p == nil {
+			r := f.passed(ev, row)
+			if len(r.Cells) == 0 {
 				dropped++
 				continue
 			}
-			batch = append(batch, p)
-			size += len(p.Key)
-			for _, c := range p.Cells {
-				size += len(c.Qualifier) + len(c.Value) + len(c.Family) + 16
-				for _, l := range c.Labels {
-					size += len(l)
-				}
-			}
+			size += sink.add(r)
 			sent++
 			if size >= scanBatchBytes {
 				if err := flush(); err != nil {
@@ -517,7 +584,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 		if err := s.serving(); err != nil {
 			return err
 		}
-		return stream.Send(&pb.ScanResponse{Rows: batch, ResumeAfter: bytes.Clone(last), More: true, Stats: f.statsProto(&st)})
+		return sink.send(true, bytes.Clone(last), f.statsProto(&st))
 	}
 	if !f.wantStats {
 		return flush()
@@ -525,7 +592,7 @@ func (s *Server) Scan(req *pb.ScanRequest, stream pb.TabletServer_ScanServer) er
 	if err := s.serving(); err != nil {
 		return err
 	}
-	return stream.Send(&pb.ScanResponse{Rows: batch, Stats: f.statsProto(&st)})
+	return sink.send(false, nil, f.statsProto(&st))
 }
 
 // MutateRow applies mutations to one row atomically.
