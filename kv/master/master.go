@@ -284,6 +284,11 @@ func (m *Master) run(l Lock) {
 			if m.retake(l) {
 				continue
 			}
+			select {
+			case <-m.stop:
+				return // closed while it waited: not a loss
+			default:
+			}
 			m.event(EventMaster, slog.LevelError, "lost the master lock; stopping", slog.String("addr", m.opts.Addr))
 			m.opts.OnFatal(errors.New("master: lost the master lock"))
 			return
@@ -323,7 +328,7 @@ func (m *Master) retake(l Lock) bool {
 		}
 	}()
 	if err := rl.Resume(ctx); err != nil {
-		m.opts.Logger.Warn("the master lock's session did not come back", slog.Duration("waited up to", m.opts.RelockWait), slog.Any("err", err))
+		m.opts.Logger.Warn("the master lock's session did not come back", slog.Duration("relock_wait", m.opts.RelockWait), slog.Any("err", err))
 		return false
 	}
 	seq, err := sl.Sequencer()
