@@ -29,9 +29,6 @@ func (s *Session) env(cat pgeval.Catalog) *pgeval.Env {
 	if s.tx != TxIdle && !s.txStart.IsZero() {
 		now = s.txStart
 	}
-	if s.setting == nil {
-		s.setting = s.Setting // a method value allocates: made once
-	}
 	return &pgeval.Env{Catalog: cat, Setting: s.setting, User: s.opts.User, Database: s.opts.Database,
 		BackendPID: s.opts.BackendPID, Now: now.UTC(), SortBudget: s.opts.SortBudget}
 }

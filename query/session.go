@@ -80,6 +80,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		opts.Clock = time.Now
 	}
 	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, cursors: map[string]*cursor{}}
+	s.setting = s.Setting // a method value allocates: made once, not per Env
 	if opts.ApplicationName != "" {
 		s.set.byName["application_name"].value = opts.ApplicationName
 	}

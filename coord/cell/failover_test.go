@@ -754,6 +754,26 @@ func (h *hanger) dial(ctx context.Context, addr string) (net.Conn, error) {
 	return c, nil
 }
 
+// lockHolder opens a session (grace 3 s) whose connections go through h
+// and whose events go to events, and takes an exclusive lock with it.
+func lockHolder(t *testing.T, tc *testCell, c context.Context, h *hanger, events *eventLog) (*client.Client, *client.Handle) {
+	t.Helper()
+	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 3 * time.Second,
+		Dialer: h.dial, OnEvent: events.add, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err := a.Open(c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	lock, _, err := a.OpenNode(c, "/ls/local/master", client.OpenOptions{Mode: coord.ModeWrite, Create: true, LockDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Acquire(c, coord.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	return a, lock
+}
+
 // TestSessionSurvivesAHungMaster: the master stops answering without
 // closing its connections (a SIGSTOPped process) and another replica takes
 // over. The client gives up its held KeepAlive before its local lease
@@ -768,19 +788,7 @@ func TestSessionSurvivesAHungMaster(t *testing.T) {
 	c := ctx(t)
 	var h hanger
 	var events eventLog
-	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 3 * time.Second,
-		Dialer: h.dial, OnEvent: events.add, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err := a.Open(c); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(context.Background())
-	lock, _, err := a.OpenNode(c, "/ls/local/master", client.OpenOptions{Mode: coord.ModeWrite, Create: true, LockDelay: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lock.Acquire(c, coord.Exclusive); err != nil {
-		t.Fatal(err)
-	}
+	a, lock := lockHolder(t, tc, c, &h, &events)
 
 	h.hang(tc.peers[old].ClientAddr)
 	defer h.resume(tc.peers[old].ClientAddr)
@@ -831,19 +839,7 @@ func TestLeaseAfterAResumedMaster(t *testing.T) {
 	c := ctx(t)
 	var h hanger
 	var events eventLog
-	a := client.New(client.Options{Cell: tc.name, Addrs: tc.addrs(), Principal: "a", Grace: 3 * time.Second,
-		Dialer: h.dial, OnEvent: events.add, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err := a.Open(c); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(context.Background())
-	lock, _, err := a.OpenNode(c, "/ls/local/master", client.OpenOptions{Mode: coord.ModeWrite, Create: true, LockDelay: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lock.Acquire(c, coord.Exclusive); err != nil {
-		t.Fatal(err)
-	}
+	_, lock := lockHolder(t, tc, c, &h, &events)
 
 	// Right after an answer, with the next KeepAlive held at the master,
 	// the master hangs and is deposed meanwhile; it runs again once

@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/cellardb/cellar/kv/client"
@@ -212,20 +211,7 @@ func mergeMaster(t *testing.T, ts1, ts3 []*pb.TabletInfo) (masterpb.MasterClient
 	if len(m.Servers()) != 3 {
 		t.Fatalf("servers: %+v", m.Servers())
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	masterpb.RegisterMasterServer(g, AdminServer{M: m})
-	go g.Serve(ln)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return masterpb.NewMasterClient(cc), seq, s1, s3
+	return adminClient(t, m), seq, s1, s3
 }
 
 func webTablet(id uint64, start, end string, size int64) *pb.TabletInfo {

@@ -136,6 +136,13 @@ func opsMaster(t *testing.T) (*Master, masterpb.MasterClient, *opsServer, *opsSe
 	if len(m.Servers()) != 2 {
 		t.Fatalf("servers: %+v", m.Servers())
 	}
+	return m, adminClient(t, m), s1, s2
+}
+
+// adminClient serves m's admin RPCs on a loopback port for the test and
+// returns a client of them.
+func adminClient(t *testing.T, m *Master) masterpb.MasterClient {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +156,7 @@ func opsMaster(t *testing.T) (*Master, masterpb.MasterClient, *opsServer, *opsSe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return m, masterpb.NewMasterClient(cc), s1, s2
+	return masterpb.NewMasterClient(cc)
 }
 
 func wantCode(t *testing.T, what string, err error, code codes.Code, msg string) {

@@ -432,12 +432,18 @@ type streamSink struct {
 }
 
 func (k *streamSink) add(r model.Row) int {
-	p := rowToProto(r, r.Cells)
-	k.batch = append(k.batch, p)
-	size := len(p.Key)
-	for _, c := range p.Cells {
+	k.batch = append(k.batch, rowToProto(r, r.Cells))
+	return rowBytes(r)
+}
+
+// rowBytes is what a row adds to a scan's batch.
+func rowBytes(r model.Row) int {
+	size := len(r.Key)
+	for _, c := range r.Cells {
 		size += len(c.Qualifier) + len(c.Value) + len(c.Family) + 16
-		for _, l := range c.Labels {
+	}
+	for _, ls := range r.Labels {
+		for _, l := range ls {
 			size += len(l)
 		}
 	}
@@ -463,11 +469,7 @@ type localSink struct {
 func (k *localSink) add(r model.Row) int {
 	k.rows = append(k.rows, r)
 	k.n++
-	size := len(r.Key)
-	for _, c := range r.Cells {
-		size += len(c.Qualifier) + len(c.Value) + len(c.Family) + 16
-	}
-	return size
+	return rowBytes(r)
 }
 
 func (k *localSink) send(more bool, resume []byte, stats *pb.ReadStats) error {

@@ -251,6 +251,19 @@ func (d *door) sqlConn(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// sqlExec runs one statement, connecting if needed, and classifies its
+// outcome: Failed if it could not connect (nothing was sent), else as
+// sqlOutcome says.
+func (d *door) sqlExec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, Outcome, error) {
+	conn, err := d.sqlConn(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, Failed, err
+	}
+	tag, err := conn.Exec(ctx, sql, args...)
+	d.sqlDone(err)
+	return tag, sqlOutcome(err), err
+}
+
 // sqlDone drops the connection after an error that may have left it
 // unusable (anything but a server's error answer).
 func (d *door) sqlDone(err error) {
@@ -384,13 +397,8 @@ func (w *Workloads) regWrite(ctx context.Context, d *door, row, value string) Ou
 		m.Set("f", "v", bigtable.ServerTime, []byte(value))
 		return btOutcome(d.bt.Open(RegisterTable).Apply(ctx, row, m))
 	}
-	conn, err := d.sqlConn(ctx)
-	if err != nil {
-		return Failed
-	}
-	_, err = conn.Exec(ctx, `UPSERT INTO `+RegisterTable+` (_key, "f:v") VALUES ($1, $2)`, row, value)
-	d.sqlDone(err)
-	return sqlOutcome(err)
+	_, o, _ := d.sqlExec(ctx, `UPSERT INTO `+RegisterTable+` (_key, "f:v") VALUES ($1, $2)`, row, value)
+	return o
 }
 
 // regCAS swaps the row's value from expected to value. Through SQL, from
@@ -412,23 +420,17 @@ func (w *Workloads) regCAS(ctx context.Context, d *door, row, expected, value st
 		err := d.bt.Open(RegisterTable).Apply(ctx, row, cond, bigtable.GetCondMutationResult(&matched))
 		return matched == (expected != ""), btOutcome(err)
 	}
-	conn, err := d.sqlConn(ctx)
-	if err != nil {
-		return false, Failed
-	}
 	if expected == "" {
-		_, err := conn.Exec(ctx, `INSERT INTO `+RegisterTable+` (_key, "f:v") VALUES ($1, $2)`, row, value)
-		d.sqlDone(err)
+		_, o, err := d.sqlExec(ctx, `INSERT INTO `+RegisterTable+` (_key, "f:v") VALUES ($1, $2)`, row, value)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23505" {
 			return false, OK
 		}
-		return err == nil, sqlOutcome(err)
+		return err == nil, o
 	}
-	tag, err := conn.Exec(ctx, `UPDATE `+RegisterTable+` SET "f:v" = $1 WHERE _key = $2 AND "f:v" = $3`, value, row, expected)
-	d.sqlDone(err)
+	tag, o, err := d.sqlExec(ctx, `UPDATE `+RegisterTable+` SET "f:v" = $1 WHERE _key = $2 AND "f:v" = $3`, value, row, expected)
 	if err != nil {
-		return false, sqlOutcome(err)
+		return false, o
 	}
 	return tag.RowsAffected() == 1, OK
 }
@@ -441,19 +443,13 @@ func (w *Workloads) set(ctx context.Context, id int, r *rand.Rand, d door) {
 		call := time.Now()
 		var o Outcome
 		if d.sql {
-			conn, err := d.sqlConn(opCtx)
-			if err != nil {
-				o = Failed
-			} else {
-				_, err = conn.Exec(opCtx, `INSERT INTO `+SetTable+` (_key, "f:v") VALUES ($1, $2)`, key, key)
-				d.sqlDone(err)
-				o = sqlOutcome(err)
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) && pe.Code == "23505" {
-					// The key is this insert's alone: the row cannot
-					// exist unless something else wrote it.
-					w.fail(fmt.Errorf("set: INSERT of the fresh key %s found it present: %w", key, err))
-				}
+			var err error
+			_, o, err = d.sqlExec(opCtx, `INSERT INTO `+SetTable+` (_key, "f:v") VALUES ($1, $2)`, key, key)
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" {
+				// The key is this insert's alone: the row cannot
+				// exist unless something else wrote it.
+				w.fail(fmt.Errorf("set: INSERT of the fresh key %s found it present: %w", key, err))
 			}
 		} else {
 			m := bigtable.NewMutation()
@@ -482,18 +478,12 @@ func (w *Workloads) counter(ctx context.Context, id int, r *rand.Rand, d door) {
 		call := time.Now()
 		var o Outcome
 		if d.sql {
-			conn, err := d.sqlConn(opCtx)
-			if err != nil {
+			var tag pgconn.CommandTag
+			var err error
+			tag, o, err = d.sqlExec(opCtx, `UPDATE `+CounterTable+` SET "c:n" = "c:n" + 1 WHERE _key = $1`, row)
+			if err == nil && tag.RowsAffected() != 1 {
+				w.fail(fmt.Errorf("counter: UPDATE of %s reported %s", row, tag))
 				o = Failed
-			} else {
-				var tag pgconn.CommandTag
-				tag, err = conn.Exec(opCtx, `UPDATE `+CounterTable+` SET "c:n" = "c:n" + 1 WHERE _key = $1`, row)
-				d.sqlDone(err)
-				o = sqlOutcome(err)
-				if err == nil && tag.RowsAffected() != 1 {
-					w.fail(fmt.Errorf("counter: UPDATE of %s reported %s", row, tag))
-					o = Failed
-				}
 			}
 		} else {
 			rmw := bigtable.NewReadModifyWrite()
