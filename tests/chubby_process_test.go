@@ -7,19 +7,44 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// freeLoopbackPort returns a loopback address nobody listens on now, below
-// Linux's ephemeral range so that no outgoing connection takes it first.
+// handedOut are the ports freeLoopbackPort gave to the running test. A
+// port is free again only once a process binds it, and a test picks
+// several before it starts any, so without this two picks could return
+// the same port (TestChaosClockSkew: "bind: address already in use").
+var handedOut struct {
+	sync.Mutex
+	ports map[string]bool
+}
+
+// freeLoopbackPort returns a loopback address nobody listens on now and
+// that it gave to no one else during the test, below Linux's ephemeral
+// range so that no outgoing connection takes it first.
 func freeLoopbackPort(t *testing.T) string {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[string]bool{}
+	}
 	for range 1000 {
 		// 20000-25999: tests/chaos, which make test runs at the same
 		// time, picks from 26000-31999, so the two never race for one.
 		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(6000))
+		if handedOut.ports[addr] {
+			continue
+		}
 		if ln, err := net.Listen("tcp", addr); err == nil {
 			ln.Close()
+			handedOut.ports[addr] = true
+			t.Cleanup(func() {
+				handedOut.Lock()
+				delete(handedOut.ports, addr)
+				handedOut.Unlock()
+			})
 			return addr
 		}
 	}
