@@ -141,6 +141,8 @@ type blockIter struct {
 	// touched takes the first byte of each next entry (decodeAt), so
 	// that the compiler keeps that early load.
 	touched byte
+	// heads, if it has one per restart point, speeds up searchRestarts.
+	heads keyHeads
 }
 
 type revEntry struct {
@@ -163,6 +165,7 @@ func (b *blockIter) init(data []byte, file string, blockOff uint64) error {
 	b.val = nil
 	b.offset, b.next = 0, 0
 	b.restarts, b.numRestarts = 0, 0
+	b.heads = keyHeads{}
 	if len(data) < 4 {
 		return b.corruptBlock("block of %d bytes has no restart count", len(data))
 	}
@@ -295,13 +298,24 @@ func (b *blockIter) restartKey(j int) ([]byte, bool) {
 // (orEqual) or < key.
 func (b *blockIter) searchRestarts(key []byte, orEqual bool) (int, bool) {
 	lo, hi := 0, b.numRestarts
+	heads := len(b.heads.h) == 8*b.numRestarts
+	var t headTarget
+	if heads {
+		t = b.heads.target(key)
+	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		k, ok := b.restartKey(mid)
-		if !ok {
-			return 0, false
+		c := 0
+		if heads {
+			c = b.heads.cmp(mid, t)
 		}
-		c := bytes.Compare(k, key)
+		if c == 0 {
+			k, ok := b.restartKey(mid)
+			if !ok {
+				return 0, false
+			}
+			c = bytes.Compare(k, key)
+		}
 		if c < 0 || (orEqual && c == 0) {
 			lo = mid + 1
 		} else {

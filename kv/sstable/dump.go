@@ -42,7 +42,7 @@ func (r *Reader) Dump(w io.Writer, values bool) error {
 	}
 	var it blockIter
 	for bi, e := range r.index {
-		data, err := r.dataBlock(bi, nil, false, nil)
+		data, _, err := r.dataBlock(bi, nil, false, nil)
 		if err == nil {
 			err = it.init(data, r.name, e.h.offset)
 		}

@@ -200,9 +200,10 @@ func (i *Iter) load(bi int) bool {
 			i.scratch = *b
 		}
 	}
-	data, err := i.r.dataBlock(bi, &i.scratch, true, i.stats)
+	data, heads, err := i.r.dataBlock(bi, &i.scratch, true, i.stats)
 	if err == nil {
 		err = i.blk.init(data, i.r.name, i.r.index[bi].h.offset)
+		i.blk.heads = heads
 	}
 	if err != nil {
 		return i.fail(err)

@@ -163,7 +163,7 @@ func testRandomTable(t *testing.T, rng *rand.Rand, opts WriterOptions, kvs []kv)
 // alone in its block.
 func checkBlockSizes(t *testing.T, r *Reader, blockSize int) {
 	for bi := range r.index {
-		data, err := r.dataBlock(bi, nil, false, nil)
+		data, _, err := r.dataBlock(bi, nil, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

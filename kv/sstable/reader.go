@@ -64,6 +64,9 @@ type Reader struct {
 	filter *bloom.BloomFilter // nil: no filter
 	props  Properties
 	blocks [][]byte // InMemory: every data block, decompressed
+	// blockHeads (InMemory) and indexHeads speed up searches (heads.go).
+	blockHeads []keyHeads
+	indexHeads keyHeads
 	// bufs holds read buffers for compressed blocks (*[]byte), so that
 	// short-lived iterators, one per point read, do not each allocate one.
 	bufs sync.Pool
@@ -102,8 +105,10 @@ func Open(f dfs.File, name string, opts ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	r.footer, r.index, r.filter, r.props = m.footer, m.index, m.filter, m.props
+	r.indexHeads, _ = makeHeads(nil, len(r.index), func(i int) ([]byte, bool) { return r.index[i].lastKey, true })
 	if opts.InMemory {
 		r.blocks = make([][]byte, len(r.index))
+		r.blockHeads = make([]keyHeads, len(r.index))
 		for i, e := range r.index {
 			data, _, err := r.decodeBlock(whole[e.h.offset:e.h.end()], e.h.offset)
 			if err == nil {
@@ -113,6 +118,10 @@ func Open(f dfs.File, name string, opts ReaderOptions) (*Reader, error) {
 				return nil, err
 			}
 			r.blocks[i] = data
+			var b blockIter
+			if b.init(data, name, e.h.offset) == nil {
+				r.blockHeads[i], _ = makeHeads(nil, b.numRestarts, b.restartKey)
+			}
 		}
 	}
 	return r, nil
@@ -300,12 +309,12 @@ func checkBlock(data []byte, file string, off uint64) error {
 
 // dataBlock returns data block bi: from memory, the cache, or the file.
 // st, if not nil, counts where it came from.
-func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool, st *ReadStats) ([]byte, error) {
+func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool, st *ReadStats) ([]byte, keyHeads, error) {
 	if r.blocks != nil {
 		if st != nil {
 			st.CacheHits++
 		}
-		return r.blocks[bi], nil
+		return r.blocks[bi], r.blockHeads[bi], nil
 	}
 	h := r.index[bi].h
 	cache := r.opts.Cache
@@ -314,10 +323,12 @@ func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool, st *ReadStats
 	}
 	if cache != nil {
 		if b := cache.Get(r.opts.CacheID, h.offset); b != nil {
-			if st != nil {
-				st.CacheHits++
+			if data, heads, ok := uncacheBlock(b); ok {
+				if st != nil {
+					st.CacheHits++
+				}
+				return data, heads, nil
 			}
-			return b, nil
 		}
 	}
 	if st != nil {
@@ -328,21 +339,30 @@ func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool, st *ReadStats
 		err = checkBlock(data, r.name, h.offset)
 	}
 	if err != nil {
-		return nil, err
+		return nil, keyHeads{}, err
 	}
 	if cache != nil {
-		cache.Set(r.opts.CacheID, h.offset, data)
+		if e := cacheBlock(data, r.name, h.offset); e != nil {
+			cache.Set(r.opts.CacheID, h.offset, e)
+			data, heads, _ := uncacheBlock(e)
+			return data, heads, nil
+		}
 	}
-	return data, nil
+	return data, keyHeads{}, nil
 }
 
 // searchIndex returns the first data block whose last key is >= key, or
 // len(index).
 func (r *Reader) searchIndex(key []byte) int {
 	lo, hi := 0, len(r.index)
+	t := r.indexHeads.target(key)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if bytes.Compare(r.index[mid].lastKey, key) < 0 {
+		c := r.indexHeads.cmp(mid, t)
+		if c == 0 {
+			c = bytes.Compare(r.index[mid].lastKey, key)
+		}
+		if c < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid
