@@ -30,18 +30,23 @@ type Iter struct {
 	scratch []byte
 	// stats, if not nil, counts the data blocks the iterator loads.
 	stats *ReadStats
+	// keyBuf is blk.key's first buffer: it comes with the iterator's one
+	// allocation, which a point read of a short key then does not add to.
+	keyBuf [64]byte
 }
 
 // NewIter returns an unpositioned iterator.
 func (r *Reader) NewIter() *Iter {
-	return &Iter{r: r, loaded: -1}
+	return r.NewIterStats(nil)
 }
 
 // NewIterStats returns an unpositioned iterator that counts into st, if
 // it is not nil, each data block it loads: Blocks for one read from the
 // file, CacheHits for one served from the block cache or memory.
 func (r *Reader) NewIterStats(st *ReadStats) *Iter {
-	return &Iter{r: r, loaded: -1, stats: st}
+	i := &Iter{r: r, loaded: -1, stats: st}
+	i.blk.key = i.keyBuf[:0]
+	return i
 }
 
 // SeekGE moves to the first entry with key >= key.
@@ -195,11 +200,6 @@ func (i *Iter) load(bi int) bool {
 		return true
 	}
 	i.loaded = -1
-	if i.scratch == nil {
-		if b, ok := i.r.bufs.Get().(*[]byte); ok {
-			i.scratch = *b
-		}
-	}
 	data, heads, err := i.r.dataBlock(bi, &i.scratch, true, i.stats)
 	if err == nil {
 		err = i.blk.init(data, i.r.name, i.r.index[bi].h.offset)

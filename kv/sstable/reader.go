@@ -334,6 +334,11 @@ func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool, st *ReadStats
 	if st != nil {
 		st.Blocks++
 	}
+	if scratch != nil && *scratch == nil {
+		if b, ok := r.bufs.Get().(*[]byte); ok {
+			*scratch = *b
+		}
+	}
 	data, _, err := r.readBlock(h, scratch)
 	if err == nil {
 		err = checkBlock(data, r.name, h.offset)
