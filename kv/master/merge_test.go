@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -164,24 +162,13 @@ func metaRow(t *testing.T, d *model.TabletDescriptor) (string, model.Row) {
 // row).
 func mergeMaster(t *testing.T, ts1, ts3 []*pb.TabletInfo) (masterpb.MasterClient, client.Sequencer, *mergeServer, *mergeServer) {
 	t.Helper()
-	listen := func(s *mergeServer) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := grpc.NewServer()
-		pb.RegisterTabletServerServer(g, s)
-		go g.Serve(ln)
-		t.Cleanup(g.Stop)
-		return ln.Addr().String()
-	}
 	s1 := &mergeServer{opsServer: &opsServer{nextID: 10, tablets: ts1}}
 	s3 := &mergeServer{opsServer: &opsServer{nextID: 20, tablets: ts3}}
 	s2 := &mergeServer{opsServer: &opsServer{nextID: 10, tablets: []*pb.TabletInfo{
 		{Id: 1, Table: client.MetaTable, Range: &pb.RowRange{End: model.MetaRootEnd}},
 		{Id: 2, Table: client.MetaTable, Range: &pb.RowRange{Start: model.MetaRootEnd}},
 	}}, meta: map[string]model.Row{}}
-	a1, a2, a3 := listen(s1), listen(s2), listen(s3)
+	a1, a2, a3 := serveTablets(t, s1), serveTablets(t, s2), serveTablets(t, s3)
 	k, r := metaRow(t, &model.TabletDescriptor{Start: model.MetaRootEnd, Server: "ts2-b", Addr: a2})
 	s2.meta[k] = r
 	for _, set := range []struct {

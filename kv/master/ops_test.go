@@ -103,7 +103,7 @@ func (s *opsServer) split(i int) *pb.SplitTabletRequest {
 	return s.splits[i]
 }
 
-func serveTablets(t *testing.T, s *opsServer) string {
+func serveTablets(t *testing.T, s pb.TabletServerServer) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
