@@ -143,7 +143,18 @@ type blockIter struct {
 	touched byte
 	// heads, if it has one per restart point, speeds up searchRestarts.
 	heads keyHeads
+
+	// ahead is the first restart point nextScan has not prefetched, and
+	// aheadEnd the offset at which it prefetches the next batch.
+	ahead, aheadEnd int
 }
+
+// prefetchRestarts is how many restart points nextScan touches at once.
+// With values of 1 KiB or more every entry is a restart point (see
+// dataRestartBytes) and each entry's header is a cache miss of its own;
+// touched one by one they serialize, touched in a batch they overlap, as
+// a heap page's line pointers let PostgreSQL's scans do.
+const prefetchRestarts = 8
 
 type revEntry struct {
 	offset, next     int
@@ -166,6 +177,7 @@ func (b *blockIter) init(data []byte, file string, blockOff uint64) error {
 	b.offset, b.next = 0, 0
 	b.restarts, b.numRestarts = 0, 0
 	b.heads = keyHeads{}
+	b.ahead, b.aheadEnd = 0, 0
 	if len(data) < 4 {
 		return b.corruptBlock("block of %d bytes has no restart count", len(data))
 	}
@@ -370,6 +382,48 @@ func (b *blockIter) nextEntry() bool {
 		return false
 	}
 	return b.decodeAt(b.next)
+}
+
+// nextScan is nextEntry for a scan: it first loads the headers of the
+// next restart points ahead of the scan, in one batch.
+func (b *blockIter) nextScan() bool {
+	if b.next >= b.aheadEnd && b.next < b.restarts {
+		b.prefetch()
+	}
+	return b.nextEntry()
+}
+
+func (b *blockIter) prefetch() {
+	j := b.ahead
+	if j < b.numRestarts && b.restartOffset(j) <= b.next {
+		// Behind (the first batch, or after a seek): the first restart
+		// point past next, by binary search.
+		lo, hi := j, b.numRestarts
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if b.restartOffset(mid) <= b.next {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		j = lo
+	}
+	end := min(j+prefetchRestarts, b.numRestarts)
+	var t byte
+	for k := j; k < end; k++ {
+		// validateRestarts or the cache vouched for these offsets; a
+		// bad one is caught by decodeAt, not here.
+		if off := b.restartOffset(k); off < b.restarts {
+			t ^= b.data[off]
+		}
+	}
+	b.touched ^= t
+	b.ahead = end
+	b.aheadEnd = b.restarts
+	if mid := j + prefetchRestarts/2; mid < b.numRestarts {
+		b.aheadEnd = b.restartOffset(mid)
+	}
 }
 
 func (b *blockIter) prevEntry() bool {

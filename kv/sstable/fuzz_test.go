@@ -152,6 +152,23 @@ func exerciseBlock(t *testing.T, it *blockIter, data []byte) []kv {
 		fwd = nil
 	}
 	it.err = nil
+	// A scan's prefetching steps (nextScan) read the same entries.
+	var scan []kv
+	n = 0
+	for ok := it.first(); ok; ok = it.nextScan() {
+		scan = append(scan, kv{bytes.Clone(it.key), it.val})
+		if n++; n > limit {
+			t.Fatal("prefetching scan does not end")
+		}
+	}
+	if it.err != nil {
+		requireCorruption(t, it.err)
+		scan = nil
+	}
+	if !sameKVs(scan, fwd) {
+		t.Fatalf("prefetching scan read %d entries, nextEntry %d", len(scan), len(fwd))
+	}
+	it.err = nil
 	n = 0
 	for ok := it.last(); ok; ok = it.prevEntry() {
 		if n++; n > limit {

@@ -30,6 +30,10 @@ type Iter struct {
 	scratch []byte
 	// stats, if not nil, counts the data blocks the iterator loads.
 	stats *ReadStats
+	// run counts the Next calls since the last seek: past scanRun the
+	// iterator is scanning, and prefetches (blockIter.nextScan). A point
+	// read's one or two Next calls do not pay for a prefetch.
+	run int
 	// keyBuf is blk.key's first buffer: it comes with the iterator's one
 	// allocation, which a point read of a short key then does not add to.
 	keyBuf [64]byte
@@ -51,6 +55,7 @@ func (r *Reader) NewIterStats(st *ReadStats) *Iter {
 
 // SeekGE moves to the first entry with key >= key.
 func (i *Iter) SeekGE(key []byte) bool {
+	i.run = 0
 	if i.err != nil {
 		return false
 	}
@@ -71,6 +76,7 @@ func (i *Iter) SeekGE(key []byte) bool {
 
 // SeekLT moves to the last entry with key < key.
 func (i *Iter) SeekLT(key []byte) bool {
+	i.run = 0
 	if i.err != nil {
 		return false
 	}
@@ -90,6 +96,7 @@ func (i *Iter) SeekLT(key []byte) bool {
 
 // First moves to the first entry.
 func (i *Iter) First() bool {
+	i.run = 0
 	if i.err != nil {
 		return false
 	}
@@ -108,6 +115,7 @@ func (i *Iter) First() bool {
 
 // Last moves to the last entry.
 func (i *Iter) Last() bool {
+	i.run = 0
 	if i.err != nil {
 		return false
 	}
@@ -124,12 +132,20 @@ func (i *Iter) Last() bool {
 	return i.backward()
 }
 
+// scanRun is how many Next calls in a row make a scan.
+const scanRun = 2
+
 // Next moves to the next entry. From before the first entry it moves to the
 // first; past the end, or before any positioning, it returns false.
 func (i *Iter) Next() bool {
 	switch i.pos {
 	case posValid:
-		if i.blk.nextEntry() {
+		i.run++
+		if i.run > scanRun {
+			if i.blk.nextScan() {
+				return true
+			}
+		} else if i.blk.nextEntry() {
 			return true
 		}
 		return i.forward()
@@ -142,6 +158,7 @@ func (i *Iter) Next() bool {
 // Prev moves to the previous entry. From past the end it moves to the last;
 // before the start, or before any positioning, it returns false.
 func (i *Iter) Prev() bool {
+	i.run = 0
 	switch i.pos {
 	case posValid:
 		if i.blk.prevEntry() {
