@@ -15,7 +15,15 @@ func walk(n *pg.Node, fn func(*pg.Node) bool) {
 	if !fn(n) {
 		return
 	}
-	walkMsg(n.ProtoReflect(), fn)
+	if _, ok := n.Node.(*pg.Node_AConst); ok {
+		return // a constant holds no node; a multi-row VALUES has thousands
+	}
+	// Node is one oneof of some 250 fields: Range would test each for
+	// presence. Only the one that is set has children.
+	m := n.ProtoReflect()
+	if fd := m.WhichOneof(m.Descriptor().Oneofs().Get(0)); fd != nil {
+		walkMsg(m.Get(fd).Message(), fn)
+	}
 }
 
 func walkMsg(m protoreflect.Message, fn func(*pg.Node) bool) {
