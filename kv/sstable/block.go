@@ -126,9 +126,14 @@ type blockIter struct {
 
 	offset int // current entry
 	next   int // the entry after it
-	key    []byte
-	val    []byte
-	valid  bool
+	// key is the current key. A restart point's key (stored whole) is
+	// read in place from data, capped so that no append writes into the
+	// block; other keys are rebuilt in own, the iterator's buffer.
+	key     []byte
+	own     []byte
+	aliased bool // key is in data, not own
+	val     []byte
+	valid   bool
 
 	// rev holds entries before the current one, nearest last; its top is
 	// usable only while rev[top].next == offset.
@@ -276,7 +281,17 @@ func (b *blockIter) decodeAt(off int) bool {
 	}
 	keyEnd := n + int(unshared)
 	valEnd := keyEnd + int(vlen)
-	b.key = append(b.key[:shared], p[n:keyEnd]...)
+	switch {
+	case shared == 0:
+		// With large values every entry is a restart point: no copy.
+		b.key, b.aliased = p[n:keyEnd:keyEnd], true
+	case b.aliased:
+		b.own = append(append(b.own[:0], b.key[:shared]...), p[n:keyEnd]...)
+		b.key, b.aliased = b.own, false
+	default:
+		b.own = append(b.key[:shared], p[n:keyEnd]...)
+		b.key = b.own
+	}
 	b.val = p[keyEnd:valEnd:valEnd]
 	b.offset = off
 	b.next = off + valEnd
@@ -481,7 +496,8 @@ func (b *blockIter) push() {
 func (b *blockIter) pop() {
 	e := b.rev[len(b.rev)-1]
 	b.rev = b.rev[:len(b.rev)-1]
-	b.key = append(b.key[:0], b.revKeys[e.keyStart:e.keyEnd]...)
+	b.own = append(b.own[:0], b.revKeys[e.keyStart:e.keyEnd]...)
+	b.key, b.aliased = b.own, false
 	b.val = b.data[e.valStart:e.valEnd:e.valEnd]
 	b.offset, b.next = e.offset, e.next
 	b.valid = true

@@ -82,6 +82,14 @@ func FuzzBlockDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Keys are read in place where they can be: nothing may write
+		// into the block (a cached block is shared).
+		orig := bytes.Clone(data)
+		defer func() {
+			if !bytes.Equal(orig, data) {
+				t.Fatal("iterating wrote into the block")
+			}
+		}()
 		var it blockIter
 		if err := it.init(data, "fuzz", 0); err != nil {
 			requireCorruption(t, err)

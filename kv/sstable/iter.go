@@ -50,6 +50,7 @@ func (r *Reader) NewIter() *Iter {
 func (r *Reader) NewIterStats(st *ReadStats) *Iter {
 	i := &Iter{r: r, loaded: -1, stats: st}
 	i.blk.key = i.keyBuf[:0]
+	i.blk.own = i.blk.key
 	return i
 }
 
