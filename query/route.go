@@ -145,10 +145,17 @@ func single(sql string) (piece, bool) {
 	return p, true
 }
 
-// containsFold reports whether s contains sub, ignoring ASCII case.
+// containsFold reports whether s contains sub, ignoring ASCII case; sub
+// is lower case and starts with a letter. It runs over every multi-row
+// INSERT, so EqualFold runs only where the first letter matches (at every
+// byte it was 6% of a bulk load's CPU).
 func containsFold(s, sub string) bool {
+	if sub == "" {
+		return true
+	}
+	c := sub[0]
 	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
+		if s[i]|0x20 == c && strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
 		}
 	}
