@@ -27,10 +27,17 @@ func walkReflect(m protoreflect.Message, fn func(protoMessage) bool) {
 	if !fn(x) {
 		return
 	}
-	switch x.(type) {
+	switch n := x.(type) {
 	case *pg.A_Const:
 		// A constant holds only its value (String, Integer, …), which no
 		// walk looks for; a multi-row VALUES has thousands.
+		return
+	case *pg.List:
+		// A multi-row VALUES is a List per row: walk it without
+		// reflection.
+		for _, it := range n.Items {
+			walkReflect(it.ProtoReflect(), fn)
+		}
 		return
 	case *pg.Node:
 		// Node, the wrapper around every child, is one oneof of some 250

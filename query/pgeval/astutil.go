@@ -15,8 +15,14 @@ func walk(n *pg.Node, fn func(*pg.Node) bool) {
 	if !fn(n) {
 		return
 	}
-	if _, ok := n.Node.(*pg.Node_AConst); ok {
+	switch x := n.Node.(type) {
+	case *pg.Node_AConst:
 		return // a constant holds no node; a multi-row VALUES has thousands
+	case *pg.Node_List:
+		for _, it := range x.List.Items {
+			walk(it, fn)
+		}
+		return
 	}
 	// Node is one oneof of some 250 fields: Range would test each for
 	// presence. Only the one that is set has children.
