@@ -299,6 +299,7 @@ func (mt *modelTest) checkScan(ctx context.Context, op string) {
 		opts.Limit = 1 + mt.r.Intn(5)
 	}
 	opts.Reverse = mt.r.Intn(2) == 0
+	opts.Transient = mt.r.Intn(2) == 0
 	sc := mt.s.Scan(ctx, "t", rng, opts)
 	defer sc.Close()
 	var rows []string
@@ -315,6 +316,7 @@ func (mt *modelTest) checkScan(ctx context.Context, op string) {
 		rows = rows[:opts.Limit]
 	}
 	i := 0
+	var kept []model.Row // rows of a scan that is not Transient stay valid
 	for sc.Next() {
 		row := sc.Row()
 		if i >= len(rows) || string(row.Key) != rows[i] {
@@ -323,7 +325,15 @@ func (mt *modelTest) checkScan(ctx context.Context, op string) {
 		if want := mt.ref.read(rows[i], opts); !sameCells(row.Cells, want) {
 			mt.t.Fatalf("after %s: scan row %q\n got %s\nwant %s", op, row.Key, cellsString(row.Cells), cellsString(want))
 		}
+		if !opts.Transient {
+			kept = append(kept, row)
+		}
 		i++
+	}
+	for j, row := range kept {
+		if string(row.Key) != rows[j] || !sameCells(row.Cells, mt.ref.read(rows[j], opts)) {
+			mt.t.Fatalf("after %s: scan row %d (%q) changed after later rows were read", op, j, rows[j])
+		}
 	}
 	if err := sc.Err(); err != nil {
 		mt.t.Fatalf("after %s: scan: %v", op, err)

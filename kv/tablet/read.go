@@ -34,6 +34,11 @@ type ReadOptions struct {
 	Limit int
 	// Reverse makes a scan return its rows in descending key order.
 	Reverse bool
+	// Transient lets a scan reuse one row's memory for the next: a row
+	// (its key, its cells and their qualifiers) is then valid only until
+	// the following Next. Values stay valid either way. For consumers
+	// that fold each row into something of their own, as Aggregate does.
+	Transient bool
 	// Stats, if not nil, receives the read's counts, added to what it
 	// holds: a ReadRow's when it returns, a scan's as it goes (complete
 	// once Next returns false). Reads that run at the same time must not
@@ -272,6 +277,9 @@ func (r *resolver) handOut(cells []model.Cell) []model.Cell {
 	if !r.scan {
 		return slices.Clone(cells)
 	}
+	if r.opts.Transient {
+		return cells
+	}
 	if cap(r.slab)-len(r.slab) < len(cells) {
 		r.slab = make([]model.Cell, 0, max(128, len(cells)))
 	}
@@ -297,6 +305,9 @@ func (r *resolver) next(out *model.Row) bool {
 		}
 		r.vis.startRow(rp)
 		r.cells = r.cells[:0]
+		if r.opts.Transient {
+			r.arena = r.arena[:0] // the last row is the caller's no more
+		}
 		for {
 			r.entry(key, r.src.Value())
 			if r.valid = r.src.Next(); !r.valid {
@@ -654,7 +665,8 @@ func (s *Scanner) Next() bool {
 	return true
 }
 
-// Row returns the current row. It stays valid after Next.
+// Row returns the current row. It stays valid after Next, unless the
+// scan is Transient.
 func (s *Scanner) Row() model.Row { return s.row }
 
 // Err returns the error that ended the scan, if any.

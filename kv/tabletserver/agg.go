@@ -293,7 +293,9 @@ func (s *Server) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.A
 	var last []byte // the last row folded in
 	stopped := false
 	for _, r := range ranges {
-		sc := s.opts.Store.Scan(ctx, req.Table, model.RowRange{Start: r.Start, End: r.End}, p.filter.withStats(&st))
+		opts := p.filter.withStats(&st)
+		opts.Transient = true // add keeps what it needs of a row
+		sc := s.opts.Store.Scan(ctx, req.Table, model.RowRange{Start: r.Start, End: r.End}, opts)
 		for sc.Next() {
 			if rows > 0 && (rows >= aggMaxRows || len(a.order) >= aggMaxGroups || (rows%256 == 0 && time.Now().After(deadline))) {
 				stopped = true
@@ -311,7 +313,7 @@ func (s *Server) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.A
 				return nil, err
 			}
 			rows++
-			last = row.Key
+			last = append(last[:0], row.Key...)
 		}
 		err := sc.Err()
 		sc.Close()
