@@ -176,6 +176,10 @@ func (a *aggregator) add(row model.Row) error {
 	if len(p.filter.cells(row.Cells)) == 0 {
 		return nil // not an input row
 	}
+	if len(p.keys) == 0 && len(a.order) == 1 {
+		// No GROUP BY: the one group, without a map lookup per row.
+		return a.fold(a.order[0], row)
+	}
 	// The group's map key: per group_by entry, a null flag and the value's
 	// equality key, length-prefixed.
 	ek := a.ek[:0]
@@ -214,6 +218,12 @@ func (a *aggregator) add(row model.Row) error {
 		a.groups[string(ek)] = g
 		a.order = append(a.order, g)
 	}
+	return a.fold(g, row)
+}
+
+// fold adds one input row to group g's aggregates.
+func (a *aggregator) fold(g *aggGroup, row model.Row) error {
+	p := a.p
 	for i, fn := range p.funcs {
 		st := &g.states[i]
 		if fn == pb.AggSpec_COUNT_ROWS {
