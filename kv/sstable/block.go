@@ -398,8 +398,8 @@ func (b *blockIter) nextEntry() bool {
 	return b.decodeAt(b.next)
 }
 
-// nextScan is nextEntry for a scan: it first loads the headers of the
-// next restart points ahead of the scan, in one batch.
+// nextScan is nextEntry for a scan: at the prefetched frontier it first
+// prefetches the entries of the next restart points, in one batch.
 func (b *blockIter) nextScan() bool {
 	if b.next >= b.aheadEnd && b.next < b.restarts {
 		b.prefetch()
