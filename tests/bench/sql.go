@@ -431,6 +431,7 @@ func runSQLSuite(base string, runs int) (text, md string, err error) {
 			os.RemoveAll(sideDir)
 		}
 	}
+	spread := roundSpread(all) // before medianSQL sorts the runs
 	results := map[string]map[string]sqlResult{}
 	for label, byWorkload := range all {
 		results[label] = map[string]sqlResult{}
@@ -439,7 +440,7 @@ func runSQLSuite(base string, runs int) (text, md string, err error) {
 		}
 	}
 	var tb, mb bytes.Buffer
-	rep := sqlReport{cfg: cfg, tools: tools, sides: info, results: results}
+	rep := sqlReport{cfg: cfg, tools: tools, sides: info, results: results, spread: spread}
 	rep.writeText(&tb)
 	rep.writeMarkdown(&mb)
 	var failed []string

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,16 +15,52 @@ type sqlReport struct {
 	tools   sqlTools
 	sides   map[string]*sqlSide
 	results map[string]map[string]sqlResult
+	// spread is, per workload, the lowest and highest ratio of the rounds
+	// taken one by one (each round runs both sides, one after the other),
+	// when at least two rounds have both: how far the median can be
+	// trusted on a noisy machine.
+	spread map[string][2]float64
+}
+
+// roundSpread computes sqlReport.spread from each side's runs, in round
+// order.
+func roundSpread(all map[string]map[string][]sqlResult) map[string][2]float64 {
+	out := map[string][2]float64{}
+	for w, c := range all["cellar"] {
+		p := all["postgres"][w]
+		lo, hi, n := math.Inf(1), 0.0, 0
+		for i := range min(len(c), len(p)) {
+			if c[i].err != nil || p[i].err != nil || p[i].tps == 0 {
+				continue
+			}
+			r := c[i].tps / p[i].tps
+			lo, hi, n = min(lo, r), max(hi, r), n+1
+		}
+		if n >= 2 {
+			out[w] = [2]float64{lo, hi}
+		}
+	}
+	return out
+}
+
+// spreadOf is a workload's per-round ratios as "lo-hi", or "-".
+func (r *sqlReport) spreadOf(w string) string {
+	s, ok := r.spread[w]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f-%.2fx", s[0], s[1])
 }
 
 // sqlRow is one line of the results table.
 type sqlRow struct {
 	workload, clients string
+	key               string // the workload's name in results
 	cellar, postgres  sqlResult
 }
 
 func (r *sqlReport) rows() []sqlRow {
-	out := []sqlRow{{workload: "load (rows/s)", clients: fmt.Sprint(sqlLoaders),
+	out := []sqlRow{{workload: "load (rows/s)", key: "load", clients: fmt.Sprint(sqlLoaders),
 		cellar: r.results["cellar"]["load"], postgres: r.results["postgres"]["load"]}}
 	for _, w := range sqlWorkloadList(r.cfg.schema) {
 		if _, ok := r.results["postgres"][w.name]; !ok {
@@ -31,7 +68,7 @@ func (r *sqlReport) rows() []sqlRow {
 				continue
 			}
 		}
-		out = append(out, sqlRow{workload: w.name, clients: fmt.Sprint(w.clients(r.cfg)),
+		out = append(out, sqlRow{workload: w.name, key: w.name, clients: fmt.Sprint(w.clients(r.cfg)),
 			cellar: r.results["cellar"][w.name], postgres: r.results["postgres"][w.name]})
 	}
 	return out
@@ -135,11 +172,11 @@ func sqlErrors(row sqlRow, n int) string {
 func (r *sqlReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "\nsql: %s\n%s\n\n", r.title(), r.settings())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tclients\tcellar tps\tpostgres tps\tcellar/postgres\tcellar latency\tpostgres latency\tcellar CPU/txn\tpostgres CPU/txn\t")
+	fmt.Fprintln(tw, "workload\tclients\tcellar tps\tpostgres tps\tcellar/postgres\tper round\tcellar latency\tpostgres latency\tcellar CPU/txn\tpostgres CPU/txn\t")
 	var failed []sqlRow
 	for _, row := range r.rows() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", row.workload, row.clients, sqlTPS(row.cellar), sqlTPS(row.postgres),
-			ratio(row.cellar.tps, row.postgres.tps, row.cellar.err, row.postgres.err), sqlLatency(row.cellar), sqlLatency(row.postgres),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", row.workload, row.clients, sqlTPS(row.cellar), sqlTPS(row.postgres),
+			ratio(row.cellar.tps, row.postgres.tps, row.cellar.err, row.postgres.err), r.spreadOf(row.key), sqlLatency(row.cellar), sqlLatency(row.postgres),
 			sqlCPU(row.cellar), sqlCPU(row.postgres))
 		if e := sqlErrors(row, 160); e != "" {
 			fmt.Fprintf(tw, "  %s", e)
@@ -165,20 +202,20 @@ func (r *sqlReport) writeText(w io.Writer) {
 	fmt.Fprintln(w, sqlLegend)
 }
 
-const sqlLegend = "cellar/postgres is cellar's tps divided by PostgreSQL's: above 1 cellar is faster. Latency is pgbench's average per transaction (per INSERT for the load); " +
+const sqlLegend = "cellar/postgres is cellar's tps divided by PostgreSQL's: above 1 cellar is faster. Per round is the lowest and highest of the rounds' own ratios (with -runs 2 or more). Latency is pgbench's average per transaction (per INSERT for the load); " +
 	"CPU/txn is the server's CPU time per transaction (per row for the load). Other CPU load is how many cores processes other than the server and its clients kept busy: well above 0, the side's numbers are suspect; rerun."
 
 func (r *sqlReport) writeMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## sql: cellar's SQL gateway vs PostgreSQL\n\n%s; %s.\n\n", r.title(), r.settings())
-	fmt.Fprintln(w, "| workload | statement | clients | cellar tps | postgres tps | cellar/postgres | cellar latency | postgres latency | cellar CPU/txn | postgres CPU/txn | error |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| workload | statement | clients | cellar tps | postgres tps | cellar/postgres | per round | cellar latency | postgres latency | cellar CPU/txn | postgres CPU/txn | error |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	what := map[string]string{"load (rows/s)": fmt.Sprintf("INSERT INTO bench (%s, %s) VALUES (…), … (%d rows)", r.cfg.schema.key, r.cfg.schema.val, sqlLoadBatch)}
 	for _, wl := range sqlWorkloadList(r.cfg.schema) {
 		what[wl.name] = wl.what
 	}
 	for _, row := range r.rows() {
-		fmt.Fprintf(w, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.workload, what[row.workload], row.clients,
-			sqlTPS(row.cellar), sqlTPS(row.postgres), ratio(row.cellar.tps, row.postgres.tps, row.cellar.err, row.postgres.err),
+		fmt.Fprintf(w, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.workload, what[row.workload], row.clients,
+			sqlTPS(row.cellar), sqlTPS(row.postgres), ratio(row.cellar.tps, row.postgres.tps, row.cellar.err, row.postgres.err), r.spreadOf(row.key),
 			sqlLatency(row.cellar), sqlLatency(row.postgres), sqlCPU(row.cellar), sqlCPU(row.postgres), strings.ReplaceAll(sqlErrors(row, 600), "|", "\\|"))
 	}
 	fmt.Fprintln(w, "\n| side | what runs | version | disk after load | other CPU load, most |\n|---|---|---|---:|---:|")
