@@ -160,7 +160,7 @@ func (m *Memtable) insert(key, value []byte, s *stats) error {
 	var prev [maxHeight]*node
 	listHeight := int(m.height.Load())
 	x := m.head
-	kp := keyPrefix(key)
+	kp := model.KeyHead(key)
 	var bound *node // a node already known to be > key
 	for l := listHeight - 1; l >= 0; l-- {
 		for {
@@ -260,7 +260,7 @@ func (m *Memtable) newNode(h int, key, value []byte) *node {
 	copy(kv, key)
 	copy(kv[len(key):], value)
 	n.data = &kv[0]
-	n.prefix = keyPrefix(key)
+	n.prefix = model.KeyHead(key)
 	n.klen = uint32(len(key))
 	n.vlen = uint32(len(value))
 	return n
@@ -269,7 +269,7 @@ func (m *Memtable) newNode(h int, key, value []byte) *node {
 // findGE returns the first node with key >= k, or nil.
 func (m *Memtable) findGE(k []byte) *node {
 	x := m.head
-	kp := keyPrefix(k)
+	kp := model.KeyHead(k)
 	var next, bound *node
 	for l := int(m.height.Load()) - 1; l >= 0; l-- {
 		for {
@@ -295,7 +295,7 @@ func (m *Memtable) findGE(k []byte) *node {
 // findLT returns the last node with key < k, or m.head if there is none.
 func (m *Memtable) findLT(k []byte) *node {
 	x := m.head
-	kp := keyPrefix(k)
+	kp := model.KeyHead(k)
 	var bound *node
 	for l := int(m.height.Load()) - 1; l >= 0; l-- {
 		for {

@@ -19,7 +19,7 @@ type node struct {
 	data   *byte // key then value, in an arena chunk
 	klen   uint32
 	vlen   uint32
-	prefix uint64 // keyPrefix(key): most comparisons end here, without a cache miss on the key
+	prefix uint64 // model.KeyHead(key): most comparisons end here, without a cache miss on the key
 	next   [1]atomic.Pointer[node]
 }
 
@@ -70,20 +70,7 @@ func (n *node) value() []byte {
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(n.data), n.klen)), n.vlen)
 }
 
-// keyPrefix packs the first 8 bytes of k, zero padded, into an integer that
-// orders like the bytes. Keys whose prefixes differ order like their
-// prefixes; equal prefixes need a full comparison (padding makes "ab" and
-// "ab\x00" alike).
-func keyPrefix(k []byte) uint64 {
-	if len(k) >= 8 {
-		return binary.BigEndian.Uint64(k)
-	}
-	var b [8]byte
-	copy(b[:], k)
-	return binary.BigEndian.Uint64(b[:])
-}
-
-// compare orders n's key against k, whose keyPrefix is kp.
+// compare orders n's key against k, whose model.KeyHead is kp.
 func (n *node) compare(k []byte, kp uint64) int {
 	if n.prefix != kp {
 		if n.prefix < kp {

@@ -218,3 +218,17 @@ func QualifierOf(key []byte, rowLen, famLen int) []byte {
 
 // RowOf returns the raw row of an encoded row prefix.
 func RowOf(rowPrefix []byte) []byte { return unescape(rowPrefix[:len(rowPrefix)-2]) }
+
+// KeyHead packs the first 8 bytes of k, zero padded, into an integer that
+// orders like the bytes: keys whose heads differ order like their heads;
+// equal heads need a full comparison (padding makes "ab" and "ab\x00"
+// alike). The memtable's skiplist and SSTable searches compare heads
+// first.
+func KeyHead(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}

@@ -215,6 +215,21 @@ func (b *blockIter) restartOffset(j int) int {
 	return int(binary.LittleEndian.Uint32(b.data[b.restarts+4*j:]))
 }
 
+// restartFrom returns the first restart point from lo on whose offset is
+// >= off, or numRestarts; offsets increase (validateRestarts).
+func (b *blockIter) restartFrom(lo, off int) int {
+	hi := b.numRestarts
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if b.restartOffset(mid) < off {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 func (b *blockIter) corruptBlock(format string, args ...any) error {
 	b.valid = false
 	b.err = model.Corruptf(b.file, int64(b.blockOff), format, args...)
@@ -323,32 +338,7 @@ func (b *blockIter) restartKey(j int) ([]byte, bool) {
 // searchRestarts returns the number of restart points whose key is <= key
 // (orEqual) or < key.
 func (b *blockIter) searchRestarts(key []byte, orEqual bool) (int, bool) {
-	lo, hi := 0, b.numRestarts
-	heads := len(b.heads.h) == 8*b.numRestarts
-	var t headTarget
-	if heads {
-		t = b.heads.target(key)
-	}
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		c := 0
-		if heads {
-			c = b.heads.cmp(mid, t)
-		}
-		if c == 0 {
-			k, ok := b.restartKey(mid)
-			if !ok {
-				return 0, false
-			}
-			c = bytes.Compare(k, key)
-		}
-		if c < 0 || (orEqual && c == 0) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo, true
+	return b.heads.search(b.numRestarts, key, orEqual, b.restartKey)
 }
 
 // decodeRestart makes the entry at restart point j current.
@@ -411,17 +401,8 @@ func (b *blockIter) prefetch() {
 	j := b.ahead
 	if j < b.numRestarts && b.restartOffset(j) <= b.next {
 		// Behind (the first batch, or after a seek): the first restart
-		// point past next, by binary search.
-		lo, hi := j, b.numRestarts
-		for lo < hi {
-			mid := int(uint(lo+hi) >> 1)
-			if b.restartOffset(mid) <= b.next {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		j = lo
+		// point past next.
+		j = b.restartFrom(j, b.next+1)
 	}
 	end := min(j+prefetchRestarts, b.numRestarts)
 	for k := j; k < end; k++ {
@@ -453,15 +434,7 @@ func (b *blockIter) prevEntry() bool {
 	// The predecessor lies in the interval of the last restart point before
 	// the current entry.
 	target := b.offset
-	lo, hi := 0, b.numRestarts
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if b.restartOffset(mid) < target {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
+	lo := b.restartFrom(0, target)
 	if lo == 0 {
 		return b.corruptEntry(target, "no restart point precedes the entry")
 	}

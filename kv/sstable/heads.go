@@ -3,6 +3,8 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/cellardb/cellar/kv/model"
 )
 
 // keyHeads speeds up a binary search over sorted keys that live far apart
@@ -45,18 +47,9 @@ func makeHeads(buf []byte, n int, key func(i int) ([]byte, bool)) (keyHeads, boo
 		if !ok || !bytes.HasPrefix(k, p) {
 			return keyHeads{}, false
 		}
-		buf = binary.BigEndian.AppendUint64(buf, headOf(k[len(p):]))
+		buf = binary.BigEndian.AppendUint64(buf, model.KeyHead(k[len(p):]))
 	}
 	return keyHeads{prefix: p, h: buf[len(buf)-8*n:]}, true
-}
-
-func headOf(b []byte) uint64 {
-	if len(b) >= 8 {
-		return binary.BigEndian.Uint64(b)
-	}
-	var x [8]byte
-	copy(x[:], b)
-	return binary.BigEndian.Uint64(x[:])
 }
 
 // headTarget is a search key prepared for keyHeads.cmp.
@@ -74,7 +67,40 @@ func (k *keyHeads) target(t []byte) headTarget {
 	if len(t) < len(p) {
 		return headTarget{sign: 1} // t is a proper prefix of every key
 	}
-	return headTarget{h: headOf(t[len(p):])}
+	return headTarget{h: model.KeyHead(t[len(p):])}
+}
+
+// search returns how many of the n sorted keys are < target, or <= it
+// (orEqual), key(i) giving the i-th; false if a key cannot be read. It
+// compares heads where k has one per key and loads a key only on a tie;
+// without heads (they could not be made) it loads every key it probes.
+func (k *keyHeads) search(n int, target []byte, orEqual bool, key func(i int) ([]byte, bool)) (int, bool) {
+	heads := len(k.h) == 8*n
+	var t headTarget
+	if heads {
+		t = k.target(target)
+	}
+	lo, hi := 0, n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		c := 0
+		if heads {
+			c = k.cmp(mid, t)
+		}
+		if c == 0 {
+			km, ok := key(mid)
+			if !ok {
+				return 0, false
+			}
+			c = bytes.Compare(km, target)
+		}
+		if c < 0 || (orEqual && c == 0) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, true
 }
 
 // cmp compares key i with the target: -1 or 1, or 0 when only the whole

@@ -68,6 +68,14 @@ func TestHeadsSearch(t *testing.T) {
 			if got := lo; got != want {
 				t.Fatalf("keys %q target %q: heads search %d, plain %d", keys, target, got, want)
 			}
+			// search, with the heads and without them (a table whose
+			// heads could not be made), agrees too.
+			key := func(i int) ([]byte, bool) { return keys[i], true }
+			for _, kh := range []keyHeads{h, {}} {
+				if got, _ := kh.search(n, target, false, key); got != want {
+					t.Fatalf("keys %q target %q: search with %d heads %d, plain %d", keys, target, len(kh.h)/8, got, want)
+				}
+			}
 		}
 	}
 }

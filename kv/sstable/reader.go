@@ -105,7 +105,7 @@ func Open(f dfs.File, name string, opts ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	r.footer, r.index, r.filter, r.props = m.footer, m.index, m.filter, m.props
-	r.indexHeads, _ = makeHeads(nil, len(r.index), func(i int) ([]byte, bool) { return r.index[i].lastKey, true })
+	r.indexHeads, _ = makeHeads(nil, len(r.index), r.indexKey)
 	if opts.InMemory {
 		r.blocks = make([][]byte, len(r.index))
 		r.blockHeads = make([]keyHeads, len(r.index))
@@ -359,22 +359,12 @@ func (r *Reader) dataBlock(bi int, scratch *[]byte, useCache bool, st *ReadStats
 // searchIndex returns the first data block whose last key is >= key, or
 // len(index).
 func (r *Reader) searchIndex(key []byte) int {
-	lo, hi := 0, len(r.index)
-	t := r.indexHeads.target(key)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		c := r.indexHeads.cmp(mid, t)
-		if c == 0 {
-			c = bytes.Compare(r.index[mid].lastKey, key)
-		}
-		if c < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	n, _ := r.indexHeads.search(len(r.index), key, false, r.indexKey)
+	return n
 }
+
+// indexKey is data block i's last key.
+func (r *Reader) indexKey(i int) ([]byte, bool) { return r.index[i].lastKey, true }
 
 // Name returns the name the reader was opened with.
 func (r *Reader) Name() string { return r.name }
