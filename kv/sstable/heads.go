@@ -146,8 +146,7 @@ func cacheBlock(data []byte, file string, off uint64) []byte {
 	poff, plen := uint32(0), noHeads
 	if ok && b.numRestarts > 0 {
 		out = out[:len(data)+len(h.h)]
-		k0, _ := b.restartKey(0)
-		poff, plen = uint32(cap(out)-cap(k0)), uint32(len(h.prefix))
+		poff, plen = uint32(cap(out)-cap(h.prefix)), uint32(len(h.prefix)) // the prefix lies in out
 	} else {
 		out = out[:len(data)]
 	}
