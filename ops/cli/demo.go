@@ -30,6 +30,7 @@ import (
 	"github.com/cellardb/cellar/kv/tabletpb"
 	"github.com/cellardb/cellar/ops/coordlock"
 	"github.com/cellardb/cellar/ops/querykv"
+	"github.com/cellardb/cellar/ops/rawtcp"
 	"github.com/cellardb/cellar/pgwire"
 	"github.com/cellardb/cellar/query"
 )
@@ -168,7 +169,7 @@ func runDemo(args []string, env Env) int {
 		closeReplicas(env, "demo", cellReplicas...)
 		return fail(env, "demo", err)
 	}
-	go gateway.Serve(pgln)
+	go gateway.Serve(rawtcp.Listener(pgln))
 	var bt *bigtableGateway
 	if *btAddr != "" {
 		if bt, err = startBigtable(*btAddr, gw.kv, coordlock.TokenFiles{Session: gw.sess}, pm.m.BigtableServerOptions(gatewayServer)...); err != nil {
@@ -383,7 +384,7 @@ func startDemoRoles(ctx context.Context, dfsRoot string, n int, replicas []*cell
 			roles.closeServers(context.Background())
 			return nil, err
 		}
-		go role.srv.Serve(ln)
+		go role.srv.Serve(rawtcp.Listener(ln))
 		roles.ts = append(roles.ts, role)
 		roles.tsAddrs = append(roles.tsAddrs, ln.Addr().String())
 	}

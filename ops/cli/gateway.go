@@ -21,6 +21,7 @@ import (
 	kvclient "github.com/cellardb/cellar/kv/client"
 	"github.com/cellardb/cellar/ops/coordlock"
 	"github.com/cellardb/cellar/ops/querykv"
+	"github.com/cellardb/cellar/ops/rawtcp"
 	"github.com/cellardb/cellar/pgwire"
 	"github.com/cellardb/cellar/query"
 )
@@ -132,7 +133,7 @@ func runGateway(args []string, env Env) int {
 			gw.close(context.Background())
 			return fail(env, "gateway", err)
 		}
-		go pg.Serve(ln)
+		go pg.Serve(rawtcp.Listener(ln))
 		host, port, _ := net.SplitHostPort(ln.Addr().String())
 		fmt.Fprintf(env.Stdout, "  sql:      psql \"postgresql://cellar@%s:%s/cellar\"\n", host, port)
 	}
@@ -205,7 +206,7 @@ func startBigtable(addr string, kv *querykv.KV, tokens bigtableapi.Tokens, opts 
 	// every request (a sixth of a read's CPU).
 	srv := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(bigtableapi.MaxRequestBytes), grpc.NumStreamWorkers(uint32(8*runtime.GOMAXPROCS(0))))...)
 	api.Register(srv)
-	go srv.Serve(ln)
+	go srv.Serve(rawtcp.Listener(ln))
 	return &bigtableGateway{srv: srv, addr: ln.Addr().String()}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/cellardb/cellar/kv/dfs"
 	"github.com/cellardb/cellar/ops/coordlock"
 	"github.com/cellardb/cellar/ops/faults"
+	"github.com/cellardb/cellar/ops/rawtcp"
 )
 
 // runTabletServer runs one tablet server until SIGINT or SIGTERM, or until
@@ -93,7 +94,7 @@ func runTabletServer(args []string, env Env) int {
 		return fail(env, "tabletserver", fmt.Errorf("%w (Chubby at %s)", err, *chubby))
 	}
 	srv := role.srv
-	go srv.Serve(ln)
+	go srv.Serve(rawtcp.Listener(ln))
 	web, err := listenHTTP(*httpAddr, tabletServerStatus(env, pm.reg, role))
 	if err == nil {
 		err = pm.attach(web, role.store.Name())

@@ -1,0 +1,41 @@
+package rawtcp
+
+import "net"
+
+// Listener wraps ln so that the TCP connections it accepts read and write
+// with raw system calls (see the package comment). Connections of other
+// kinds pass through unchanged.
+func Listener(ln net.Listener) net.Listener {
+	if !supported {
+		return ln
+	}
+	return &listener{Listener: ln}
+}
+
+type listener struct {
+	net.Listener
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return Conn(nc), nil
+}
+
+// Conn wraps one connection as Listener's connections are wrapped.
+func Conn(nc net.Conn) net.Conn {
+	if !supported {
+		return nc
+	}
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nc
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	return &conn{TCPConn: tc, rc: rc}
+}

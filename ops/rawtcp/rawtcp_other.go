@@ -1,0 +1,16 @@
+//go:build !linux
+
+package rawtcp
+
+import (
+	"net"
+	"syscall"
+)
+
+const supported = false
+
+// conn is never made here; Listener and Conn return their argument.
+type conn struct {
+	*net.TCPConn
+	rc syscall.RawConn
+}
