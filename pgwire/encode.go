@@ -29,6 +29,9 @@ func sessionStyle(s interface {
 	if s == nil {
 		return pgtypes.DefaultStyle
 	}
+	if ss, ok := s.(interface{ Style() pgtypes.Style }); ok {
+		return ss.Style() // query.Session's, without the map lookups
+	}
 	return pgtypes.StyleFrom(s.Setting)
 }
 

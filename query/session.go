@@ -107,6 +107,21 @@ func (s *Session) Setting(name string) (string, bool) {
 	return st.value, true
 }
 
+// Style is pgtypes.StyleFrom(s.Setting) without the map lookups.
+func (s *Session) Style() pgtypes.Style {
+	return pgtypes.StyleFrom(func(name string) (string, bool) {
+		for i, k := range styleNames {
+			if k == name {
+				if st := s.set.style[i]; st != nil {
+					return st.value, true
+				}
+				return "", false
+			}
+		}
+		return s.Setting(name)
+	})
+}
+
 // ReportChanges returns the reported settings whose value the client has
 // not been sent yet (all of them at first), by PostgreSQL's names.
 func (s *Session) ReportChanges() [][2]string {

@@ -112,3 +112,46 @@ func writeResult(b *strings.Builder, res *Result) {
 	}
 	fmt.Fprintf(b, "tag: %s\n", res.Tag)
 }
+
+// TestStyleFollowsSettings: Style, which reads its settings through
+// pointers bound when the settings are made or copied, agrees with
+// StyleFrom over Setting through every way the settings change.
+func TestStyleFollowsSettings(t *testing.T) {
+	s, err := NewSession(SessionOptions{User: "cellar", Database: "cellar"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []string{
+		"SET DateStyle = 'German'",
+		"SET TimeZone = 'Europe/Berlin'",
+		"BEGIN",
+		"SET LOCAL IntervalStyle = 'iso_8601'",
+		"SAVEPOINT a",
+		"SET extra_float_digits = 0",
+		"SET DateStyle = 'SQL, DMY'",
+		"ROLLBACK TO SAVEPOINT a",
+		"SET IntervalStyle = 'sql_standard'",
+		"ROLLBACK",
+		"BEGIN",
+		"SET TimeZone = 'Asia/Seoul'",
+		"COMMIT",
+		"RESET DateStyle",
+		"SET extra_float_digits = -3",
+		"RESET ALL",
+		"SET TimeZone TO DEFAULT",
+	}
+	for _, q := range steps {
+		stmts, err := s.Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		for _, st := range stmts {
+			if _, err := s.Execute(context.Background(), st, nil); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if got, want := s.Style(), pgtypes.StyleFrom(s.Setting); got != want {
+			t.Fatalf("after %s: Style() = %+v, StyleFrom(Setting) = %+v", q, got, want)
+		}
+	}
+}

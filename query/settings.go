@@ -170,7 +170,13 @@ type settings struct {
 	reported []string
 	// reportedSet are those settings, in the same order (set by bind).
 	reportedSet []*setting
+	// style are the settings pgtypes.StyleFrom reads, by styleNames (set
+	// by bind): every statement's output asks for them.
+	style [len(styleNames)]*setting
 }
+
+// styleNames are the settings a pgtypes.Style is made of.
+var styleNames = [...]string{"datestyle", "timezone", "intervalstyle", "extra_float_digits"}
 
 func newSettings(user string, superuser bool) settings {
 	s := settings{byName: map[string]*setting{}}
@@ -202,6 +208,9 @@ func (s *settings) bind() {
 	s.reportedSet = s.reportedSet[:0]
 	for _, k := range s.reported {
 		s.reportedSet = append(s.reportedSet, s.byName[k])
+	}
+	for i, k := range styleNames {
+		s.style[i] = s.byName[k]
 	}
 	if ds := s.byName["datestyle"]; ds != nil {
 		ds.check = func(v string) (string, *sqlstate.Error) { return checkDateStyle(v, ds.value) }

@@ -48,10 +48,18 @@ func (r *Reader) NewIter() *Iter {
 // it is not nil, each data block it loads: Blocks for one read from the
 // file, CacheHits for one served from the block cache or memory.
 func (r *Reader) NewIterStats(st *ReadStats) *Iter {
-	i := &Iter{r: r, loaded: -1, stats: st}
+	i := new(Iter)
+	r.InitIter(i, st)
+	return i
+}
+
+// InitIter makes *i what NewIterStats(st) returns, in memory the caller
+// keeps: a point read reuses its iterators. i must be new or closed, and
+// nothing may use it meanwhile.
+func (r *Reader) InitIter(i *Iter, st *ReadStats) {
+	*i = Iter{r: r, loaded: -1, stats: st}
 	i.blk.key = i.keyBuf[:0]
 	i.blk.own = i.blk.key
-	return i
 }
 
 // SeekGE moves to the first entry with key >= key.

@@ -436,11 +436,12 @@ func appendGroups(dst []int, si *schemaInfo, families []string) []int {
 // st, if not nil, counts the bloom filter checks and the SSTable blocks
 // read.
 func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, st *ReadStats) []iter {
-	return t.appendSources(make([]iter, 0, 1+len(v.frozen)+len(groups)), v, snapshot, groups, lo, hi, point, st)
+	return t.appendSources(make([]iter, 0, 1+len(v.frozen)+len(groups)), v, snapshot, groups, lo, hi, point, nil, st)
 }
 
-// appendSources is sources appending to its.
-func (t *Tablet) appendSources(its []iter, v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, st *ReadStats) []iter {
+// appendSources is sources appending to its. A pooled point read passes
+// its pointRead, whose SSTable iterators it reuses.
+func (t *Tablet) appendSources(its []iter, v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, p *pointRead, st *ReadStats) []iter {
 	for _, m := range v.memtables() {
 		if !m.Empty() {
 			its = append(its, m.NewIter(snapshot))
@@ -457,7 +458,11 @@ func (t *Tablet) appendSources(its []iter, v *version, snapshot uint64, groups [
 		}
 		for _, f := range files {
 			if f.overlaps(lo, hi) && (!point || t.mayContainRow(f, lo, st)) {
-				its = append(its, f.r.NewIterStats(st))
+				if p != nil {
+					its = append(its, p.sstIter(f.r, st))
+				} else {
+					its = append(its, f.r.NewIterStats(st))
+				}
 			}
 		}
 	}
@@ -534,7 +539,8 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (mod
 	p.key = model.AppendRowPrefix(p.key[:0], row)
 	p.limit = model.RowLimit(append(p.limit[:0], p.key...))
 	p.groups = appendGroups(p.groups[:0], si, opts.Families)
-	p.m.iters = t.appendSources(p.m.iters[:0], v, snapshot, p.groups, p.key, p.limit, true, opts.Stats)
+	p.nsst = 0
+	p.m.iters = t.appendSources(p.m.iters[:0], v, snapshot, p.groups, p.key, p.limit, true, p, opts.Stats)
 	defer p.m.closeIters()
 	r := p.resolver(snapshot, si, &opts)
 	r.limit = p.limit
@@ -562,6 +568,22 @@ type pointRead struct {
 	key    []byte
 	limit  []byte
 	groups []int
+	// ssts are SSTable iterators for reuse, the first nsst in use. A read
+	// closes them before it returns, and nothing it returns points into
+	// them (values point into blocks, which are immutable).
+	ssts []*sstable.Iter
+	nsst int
+}
+
+// sstIter is an unpositioned iterator over r, reusing one of p's.
+func (p *pointRead) sstIter(r *sstable.Reader, st *ReadStats) *sstable.Iter {
+	if p.nsst == len(p.ssts) {
+		p.ssts = append(p.ssts, new(sstable.Iter))
+	}
+	it := p.ssts[p.nsst]
+	p.nsst++
+	r.InitIter(it, st)
+	return it
 }
 
 func newPointRead() any { return &pointRead{} }
