@@ -24,18 +24,12 @@ func (c *conn) Write(b []byte) (int, error) {
 	done := 0
 	var errno syscall.Errno
 	err := c.rc.Write(func(fd uintptr) bool {
-		for done < len(b) {
-			n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done), syscall.MSG_NOSIGNAL, 0, 0)
-			switch e {
-			case 0:
-				done += int(n)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
+		for done < len(b) && errno == 0 {
+			n, again, e := call(syscall.SYS_SENDTO, fd, b[done:], syscall.MSG_NOSIGNAL)
+			if again {
 				return false // RawConn waits until the socket is writable
-			default:
-				errno = e
-				return true
 			}
+			done, errno = done+n, e
 		}
 		return true
 	})
@@ -57,20 +51,9 @@ func (c *conn) Read(b []byte) (int, error) {
 	n := 0
 	var errno syscall.Errno
 	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case 0:
-				n = int(r)
-				return true
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // RawConn waits until the socket is readable
-			default:
-				errno = e
-				return true
-			}
-		}
+		var again bool
+		n, again, errno = call(syscall.SYS_READ, fd, b, 0)
+		return !again // on EAGAIN RawConn waits until the socket is readable
 	})
 	if err == nil && errno != 0 {
 		err = os.NewSyscallError("read", errno)
@@ -82,6 +65,23 @@ func (c *conn) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// call makes one read or sendto system call on p, again after EINTR.
+// again reports EAGAIN: the socket is not ready.
+func call(trap, fd uintptr, p []byte, flags uintptr) (n int, again bool, errno syscall.Errno) {
+	for {
+		r, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), flags, 0, 0)
+		switch e {
+		case 0:
+			return int(r), false, 0
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return 0, true, 0
+		default:
+			return 0, false, e
+		}
+	}
 }
 
 // opError makes err look like the error the net package returns for op:
