@@ -23,16 +23,11 @@ import (
 var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // sessionStyle is how a session writes dates, times and intervals.
-func sessionStyle(s interface {
-	Setting(string) (string, bool)
-}) pgtypes.Style {
+func sessionStyle(s Session) pgtypes.Style {
 	if s == nil {
 		return pgtypes.DefaultStyle
 	}
-	if ss, ok := s.(interface{ Style() pgtypes.Style }); ok {
-		return ss.Style() // query.Session's, without the map lookups
-	}
-	return pgtypes.StyleFrom(s.Setting)
+	return s.Style()
 }
 
 // encodeText writes v in PostgreSQL's text format for type oid.

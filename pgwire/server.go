@@ -28,6 +28,9 @@ type Session interface {
 	TxStatus() query.TxStatus
 	ReportChanges() [][2]string
 	Setting(name string) (string, bool)
+	// Style is how the session writes dates, times, intervals and floats:
+	// pgtypes.StyleFrom(Setting), asked for by every statement's output.
+	Style() pgtypes.Style
 	CursorColumns(name string) ([]pgtypes.Column, bool)
 }
 

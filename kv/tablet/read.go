@@ -431,17 +431,18 @@ func appendGroups(dst []int, si *schemaInfo, families []string) []int {
 
 // sources opens the iterators of a read of the keys in [lo, hi) (hi nil:
 // unbounded): every memtable, and the SSTables of the groups asked for
-// whose key range meets the read's. A point read (one row) also consults
-// the bloom filters, and the scan cache may stand in for a group's files.
-// st, if not nil, counts the bloom filter checks and the SSTable blocks
-// read.
-func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, st *ReadStats) []iter {
-	return t.appendSources(make([]iter, 0, 1+len(v.frozen)+len(groups)), v, snapshot, groups, lo, hi, point, nil, st)
+// whose key range meets the read's. st, if not nil, counts the SSTable
+// blocks read.
+func (t *Tablet) sources(v *version, snapshot uint64, groups []int, lo, hi []byte, st *ReadStats) []iter {
+	return t.appendSources(make([]iter, 0, 1+len(v.frozen)+len(groups)), v, snapshot, groups, lo, hi, nil, st)
 }
 
-// appendSources is sources appending to its. A pooled point read passes
-// its pointRead, whose SSTable iterators it reuses.
-func (t *Tablet) appendSources(its []iter, v *version, snapshot uint64, groups []int, lo, hi []byte, point bool, p *pointRead, st *ReadStats) []iter {
+// appendSources is sources appending to its. A point read (one row)
+// passes its pointRead: it also consults the bloom filters (counted into
+// st), the scan cache may stand in for a group's files, and the SSTable
+// iterators are p's, reused.
+func (t *Tablet) appendSources(its []iter, v *version, snapshot uint64, groups []int, lo, hi []byte, p *pointRead, st *ReadStats) []iter {
+	point := p != nil
 	for _, m := range v.memtables() {
 		if !m.Empty() {
 			its = append(its, m.NewIter(snapshot))
@@ -458,7 +459,7 @@ func (t *Tablet) appendSources(its []iter, v *version, snapshot uint64, groups [
 		}
 		for _, f := range files {
 			if f.overlaps(lo, hi) && (!point || t.mayContainRow(f, lo, st)) {
-				if p != nil {
+				if point {
 					its = append(its, p.sstIter(f.r, st))
 				} else {
 					its = append(its, f.r.NewIterStats(st))
@@ -540,7 +541,7 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, opts ReadOptions) (mod
 	p.limit = model.RowLimit(append(p.limit[:0], p.key...))
 	p.groups = appendGroups(p.groups[:0], si, opts.Families)
 	p.nsst = 0
-	p.m.iters = t.appendSources(p.m.iters[:0], v, snapshot, p.groups, p.key, p.limit, true, p, opts.Stats)
+	p.m.iters = t.appendSources(p.m.iters[:0], v, snapshot, p.groups, p.key, p.limit, p, opts.Stats)
 	defer p.m.closeIters()
 	r := p.resolver(snapshot, si, &opts)
 	r.limit = p.limit
@@ -645,7 +646,7 @@ func (t *Tablet) Scan(ctx context.Context, rng model.RowRange, opts ReadOptions)
 		hi = model.AppendRowPrefix(nil, clip.End)
 	}
 	si := t.schema.Load()
-	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), lo, hi, false, opts.Stats)}
+	s.m = &mergeIter{iters: t.sources(v, snapshot, groupsFor(si, opts.Families), lo, hi, opts.Stats)}
 	s.res = newResolver(s.m, snapshot, si, &s.opts)
 	s.res.scan = true
 	if opts.Reverse {
