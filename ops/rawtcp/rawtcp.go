@@ -21,11 +21,11 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Conn(nc), nil
+	return wrap(nc), nil
 }
 
-// Conn wraps one connection as Listener's connections are wrapped.
-func Conn(nc net.Conn) net.Conn {
+// wrap wraps one accepted connection (see Listener).
+func wrap(nc net.Conn) net.Conn {
 	if !supported {
 		return nc
 	}

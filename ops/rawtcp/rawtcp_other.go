@@ -9,7 +9,7 @@ import (
 
 const supported = false
 
-// conn is never made here; Listener and Conn return their argument.
+// conn is never made here; Listener and wrap return their argument.
 type conn struct {
 	*net.TCPConn
 	rc syscall.RawConn

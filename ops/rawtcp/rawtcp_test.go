@@ -178,7 +178,7 @@ func TestOtherConnsPassThrough(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	if Conn(a) != a {
+	if wrap(a) != a {
 		t.Fatal("a non-TCP connection was wrapped")
 	}
 }
