@@ -26,9 +26,6 @@ func (l *listener) Accept() (net.Conn, error) {
 
 // wrap wraps one accepted connection (see Listener).
 func wrap(nc net.Conn) net.Conn {
-	if !supported {
-		return nc
-	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nc
