@@ -28,19 +28,44 @@ type testCell struct {
 	opts     func(*cell.Options)
 }
 
+// handedOut holds the ports freePort gave to cells still running, so two
+// replicas (or a replica's Raft and client listeners) never get the same
+// one while the first is down for a restart.
+var handedOut struct {
+	sync.Mutex
+	ports map[string]bool
+}
+
 // freePort returns a loopback address with a port nobody listens on now.
 // It picks below Linux's ephemeral range (32768 and up) so that no
 // outgoing connection takes the port before the replica binds it, which
-// matters most when a killed replica restarts on its old port.
+// matters most when a killed replica restarts on its old port. The range,
+// 10000-19999, is this package's alone: package tests picks from
+// 20000-25999 and tests/chaos from 26000-31999, and make test runs them
+// at the same time as this one.
 func freePort(t testing.TB) string {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[string]bool{}
+	}
 	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(10000))
+		if handedOut.ports[addr] {
+			continue
+		}
 		if ln, err := net.Listen("tcp", addr); err == nil {
 			ln.Close()
+			handedOut.ports[addr] = true
+			t.Cleanup(func() {
+				handedOut.Lock()
+				delete(handedOut.ports, addr)
+				handedOut.Unlock()
+			})
 			return addr
 		}
 	}
-	t.Fatal("no free port below the ephemeral range")
+	t.Fatal("no free port in 10000-19999")
 	return ""
 }
 
