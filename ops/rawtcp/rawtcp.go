@@ -34,5 +34,5 @@ func wrap(nc net.Conn) net.Conn {
 	if err != nil {
 		return nc
 	}
-	return &conn{TCPConn: tc, rc: rc}
+	return newConn(tc, rc)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -13,26 +14,47 @@ const supported = true
 
 // conn is a TCP connection whose Read and Write make raw system calls.
 // Everything else is the TCPConn's.
+//
+// RawConn takes its callback as a func value, and a closure over Read's
+// or Write's arguments would escape to the heap on every call. So each
+// direction keeps its arguments and results in the conn, and its callback
+// is a method value bound once; the mutex makes concurrent Reads (or
+// Writes) take turns over that state, as the socket's own lock would.
 type conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
+
+	rmu    sync.Mutex
+	r      op
+	readFn func(uintptr) bool
+
+	wmu     sync.Mutex
+	w       op
+	writeFn func(uintptr) bool
+}
+
+// op is one Read's or Write's buffer and progress.
+type op struct {
+	b     []byte
+	done  int
+	errno syscall.Errno
+}
+
+func newConn(tc *net.TCPConn, rc syscall.RawConn) *conn {
+	c := &conn{TCPConn: tc, rc: rc}
+	c.readFn, c.writeFn = c.read, c.write
+	return c
 }
 
 // Write writes all of b unless the connection fails or its write deadline
 // passes, as net.Conn's Write does.
 func (c *conn) Write(b []byte) (int, error) {
-	done := 0
-	var errno syscall.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		for done < len(b) && errno == 0 {
-			n, again, e := call(syscall.SYS_SENDTO, fd, b[done:], syscall.MSG_NOSIGNAL)
-			if again {
-				return false // RawConn waits until the socket is writable
-			}
-			done, errno = done+n, e
-		}
-		return true
-	})
+	c.wmu.Lock()
+	c.w = op{b: b}
+	err := c.rc.Write(c.writeFn)
+	done, errno := c.w.done, c.w.errno
+	c.w = op{}
+	c.wmu.Unlock()
 	if err == nil && errno != 0 {
 		err = os.NewSyscallError("sendto", errno)
 	}
@@ -42,19 +64,30 @@ func (c *conn) Write(b []byte) (int, error) {
 	return done, nil
 }
 
+func (c *conn) write(fd uintptr) bool {
+	w := &c.w
+	for w.done < len(w.b) && w.errno == 0 {
+		n, again, e := call(syscall.SYS_SENDTO, fd, w.b[w.done:], syscall.MSG_NOSIGNAL)
+		if again {
+			return false // RawConn waits until the socket is writable
+		}
+		w.done, w.errno = w.done+n, e
+	}
+	return true
+}
+
 // Read reads what has arrived, up to len(b), waiting for something if
 // nothing has; at the end of the stream it returns io.EOF.
 func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	n := 0
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		var again bool
-		n, again, errno = call(syscall.SYS_READ, fd, b, 0)
-		return !again // on EAGAIN RawConn waits until the socket is readable
-	})
+	c.rmu.Lock()
+	c.r = op{b: b}
+	err := c.rc.Read(c.readFn)
+	n, errno := c.r.done, c.r.errno
+	c.r = op{}
+	c.rmu.Unlock()
 	if err == nil && errno != 0 {
 		err = os.NewSyscallError("read", errno)
 	}
@@ -65,6 +98,12 @@ func (c *conn) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+func (c *conn) read(fd uintptr) bool {
+	n, again, e := call(syscall.SYS_READ, fd, c.r.b, 0)
+	c.r.done, c.r.errno = n, e
+	return !again // on EAGAIN RawConn waits until the socket is readable
 }
 
 // call makes one read or sendto system call on p, again after EINTR.

@@ -12,5 +12,6 @@ const supported = false
 // conn is never made here; Listener and wrap return their argument.
 type conn struct {
 	*net.TCPConn
-	rc syscall.RawConn
 }
+
+func newConn(tc *net.TCPConn, _ syscall.RawConn) *conn { return &conn{TCPConn: tc} }

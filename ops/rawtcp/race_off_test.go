@@ -1,0 +1,5 @@
+//go:build !race
+
+package rawtcp
+
+const raceEnabled = false
