@@ -174,6 +174,17 @@ func TestSessionBehaviour(t *testing.T) {
 	}
 }
 
+// TestStartupClientEncoding: asyncpg's startup packet sends
+// client_encoding as 'utf-8', quotes included, which PostgreSQL accepts
+// as UTF8.
+func TestStartupClientEncoding(t *testing.T) {
+	addr := startServer(t, Options{})
+	c := connect(t, "postgres://cellar@"+addr+"/cellar?sslmode=disable&client_encoding=%27utf-8%27")
+	if got := c.PgConn().ParameterStatus("client_encoding"); got != "UTF8" {
+		t.Fatalf("client_encoding = %q", got)
+	}
+}
+
 func TestCancelAndStatementTimeout(t *testing.T) {
 	addr := startServer(t, Options{})
 	ctx := context.Background()

@@ -75,9 +75,21 @@ func onlyValue(want string) func(string) (string, *sqlstate.Error) {
 	}
 }
 
+// checkEncoding compares names as PostgreSQL's clean_encoding_name does,
+// on their letters and digits only: asyncpg's startup packet sends
+// client_encoding as "'utf-8'", quotes included.
 func checkEncoding(v string) (string, *sqlstate.Error) {
-	switch strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(v, "-", ""), "_", "")) {
-	case "UTF8", "UNICODE":
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, v)
+	switch clean {
+	case "utf8", "unicode":
 		return "UTF8", nil
 	}
 	return "", sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cellar speaks only UTF8, not client_encoding %q", v)
