@@ -131,9 +131,6 @@ func (r *tableRel) Aggregate(ctx context.Context, req pgeval.AggregateRequest) (
 	if err != nil {
 		return nil, false, err
 	}
-	if len(ranges) > 1 {
-		return nil, false, nil // several ranges: the gateway merges rows
-	}
 	conds, none, err := r.conditions(ctx, sreq)
 	if err != nil {
 		return nil, false, err
@@ -175,7 +172,7 @@ func (r *tableRel) Aggregate(ctx context.Context, req pgeval.AggregateRequest) (
 			// family alone finds every row.
 			f.Families = []string{catalog.MarkerFamily}
 		}
-		if groups, err = r.s.kv().Aggregate(ctx, r.name, ranges[0], f, spec); err != nil {
+		if groups, err = r.s.kv().Aggregate(ctx, r.name, ranges, f, spec); err != nil {
 			return nil, false, kvError(err, false)
 		}
 	}

@@ -32,9 +32,9 @@ type KV interface {
 	// Tablets lists the tablets that hold rng: where each starts and
 	// ends, and the server that serves it.
 	Tablets(ctx context.Context, table string, rng model.RowRange) ([]Tablet, error)
-	// Aggregate groups the rows of rng that pass f and aggregates them on
-	// the tablet servers (aggpush.go).
-	Aggregate(ctx context.Context, table string, rng model.RowRange, f ReadFilter, spec AggregateSpec) ([]AggGroup, error)
+	// Aggregate groups the rows of ranges (in key order, apart) that pass
+	// f and aggregates them on the tablet servers (aggpush.go).
+	Aggregate(ctx context.Context, table string, ranges []model.RowRange, f ReadFilter, spec AggregateSpec) ([]AggGroup, error)
 	// Scan returns the rows of rng (an empty End: to the table's end),
 	// at most limit of them (0: all), each with its cells in f.
 	Scan(ctx context.Context, table string, rng model.RowRange, f ReadFilter, limit int64) RowIterator

@@ -124,25 +124,35 @@ func (s AggregateSpec) proto() ([]*pb.GroupKey, []*pb.AggSpec) {
 	return groups, aggs
 }
 
-// Aggregate computes spec over the rows of rng (an empty End: to the
-// table's end) that pass f, as a Scan with f would return them; f's
-// conditions are SQL's WHERE. Only the newest version of each column
-// counts (f.MaxVersions is taken as 1). Without f.Families every family
-// is read to see which rows exist: set Families to the families whose
-// cells make a row exist for the caller (for SQL tables the marker family
-// "_", which every row has); the group and aggregate columns are read
-// whatever Families says.
+// Aggregate computes spec over the rows of ranges that pass f, as a
+// Scan of each range with f would return them; f's conditions are SQL's
+// WHERE. ranges must be in key order and apart (an empty End: to the
+// table's end, so only the last may have one); none reads no rows. Only
+// the newest version of each column counts (f.MaxVersions is taken as
+// 1). Without f.Families every family is read to see which rows exist:
+// set Families to the families whose cells make a row exist for the
+// caller (for SQL tables the marker family "_", which every row has); the
+// group and aggregate columns are read whatever Families says.
 //
-// It calls the servers of the range's tablets in turn, each call doing
+// It calls the server of each tablet that holds some of the ranges, in
+// key order, with all of that tablet's part of them in one call of
 // bounded work, and merges their partial results; a retried call is
 // merged once. Groups come in the order they were first seen (the order
 // of their first rows). With no GroupBy the result is exactly one group,
 // even over no rows (COUNT 0, the rest NULL). A cell that does not decode
 // as its column's type fails the call with FailedPrecondition; an invalid
-// spec or filter with InvalidArgument. The merged groups are held in
-// memory: a GroupBy of the row key over a large range makes as many
-// groups as rows.
-func (c *Client) Aggregate(ctx context.Context, table string, rng model.RowRange, f Filter, spec AggregateSpec) ([]AggGroup, error) {
+// spec, filter or list of ranges with InvalidArgument. The merged groups
+// are held in memory: a GroupBy of the row key over a large range makes
+// as many groups as rows.
+func (c *Client) Aggregate(ctx context.Context, table string, ranges []model.RowRange, f Filter, spec AggregateSpec) ([]AggGroup, error) {
+	for i, r := range ranges {
+		if len(r.End) > 0 && bytes.Compare(r.Start, r.End) >= 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "aggregate: range %d is empty: [%q, %q)", i, r.Start, r.End)
+		}
+		if i > 0 && (len(ranges[i-1].End) == 0 || bytes.Compare(r.Start, ranges[i-1].End) < 0) {
+			return nil, status.Errorf(codes.InvalidArgument, "aggregate: range %d overlaps or precedes range %d", i, i-1)
+		}
+	}
 	groupBy, aggs := spec.proto()
 	filter, err := f.proto()
 	if err != nil {
@@ -154,18 +164,17 @@ func (c *Client) Aggregate(ctx context.Context, table string, rng model.RowRange
 		defer func() { *spec.Stats = stats }()
 	}
 	m := newAggMerger(spec)
-	next := rng.Start
-	for len(rng.End) == 0 || bytes.Compare(next, rng.End) < 0 {
+	w := aggWalk{ranges: ranges}
+	if len(ranges) > 0 {
+		w.next = ranges[0].Start
+	}
+	for len(w.ranges) > 0 {
 		var resp *pb.AggregateResponse
 		var end []byte
-		err := c.do(ctx, table, next, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
+		err := c.do(ctx, table, w.next, func(ctx context.Context, cli pb.TabletServerClient, loc location) error {
 			end = loc.end
-			aggEnd := rng.End
-			if len(loc.end) > 0 && (len(aggEnd) == 0 || bytes.Compare(loc.end, aggEnd) < 0) {
-				aggEnd = loc.end
-			}
 			var err error
-			resp, err = cli.Aggregate(ctx, &pb.AggregateRequest{Table: table, Ranges: []*pb.RowRange{{Start: next, End: aggEnd}},
+			resp, err = cli.Aggregate(ctx, &pb.AggregateRequest{Table: table, Ranges: w.within(loc.end),
 				Filter: filter, GroupBy: groupBy, Aggs: aggs})
 			return err
 		})
@@ -176,16 +185,58 @@ func (c *Client) Aggregate(ctx context.Context, table string, rng model.RowRange
 		if err := m.merge(resp); err != nil {
 			return nil, err
 		}
-		if resp.More {
-			next = append(bytes.Clone(resp.ResumeAfter), 0)
-			continue
+		switch {
+		case resp.More:
+			w.skipTo(append(bytes.Clone(resp.ResumeAfter), 0))
+		case len(end) == 0:
+			w.ranges = nil // the tablet held the rest
+		default:
+			w.skipTo(end)
 		}
-		if len(end) == 0 {
-			break
-		}
-		next = end
 	}
 	return m.result()
+}
+
+// aggWalk is where Aggregate is in its ranges: next, the first key it has
+// still to read, lies in ranges[0], which it trims as it goes.
+type aggWalk struct {
+	ranges []model.RowRange
+	next   []byte
+}
+
+// within is the part of the ranges left to read that lies before end (an
+// empty end: the table's end), for a tablet that starts at or before next.
+func (w *aggWalk) within(end []byte) []*pb.RowRange {
+	var out []*pb.RowRange
+	for i, r := range w.ranges {
+		start := r.Start
+		if i == 0 {
+			start = w.next
+		}
+		if len(end) > 0 && bytes.Compare(start, end) >= 0 {
+			break
+		}
+		e := r.End
+		if len(end) > 0 && (len(e) == 0 || bytes.Compare(end, e) < 0) {
+			e = end
+		}
+		out = append(out, &pb.RowRange{Start: start, End: e})
+	}
+	return out
+}
+
+// skipTo moves past every key before k.
+func (w *aggWalk) skipTo(k []byte) {
+	for len(w.ranges) > 0 && len(w.ranges[0].End) > 0 && bytes.Compare(w.ranges[0].End, k) <= 0 {
+		w.ranges = w.ranges[1:]
+	}
+	if len(w.ranges) == 0 {
+		return
+	}
+	w.next = k
+	if bytes.Compare(w.ranges[0].Start, k) > 0 {
+		w.next = w.ranges[0].Start
+	}
 }
 
 // aggMerger merges partial results into groups.

@@ -3,6 +3,9 @@ package client_test
 import (
 	"fmt"
 	"math/big"
+	"math/rand"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -105,7 +108,7 @@ func TestAggregateAcrossTablets(t *testing.T) {
 	}
 	// WHERE n <> 0 over [c, x): i in [20, 230) but not 100.
 	f := client.Filter{Conditions: []model.Condition{{Family: "f", Qualifier: []byte("n"), Type: model.TypeInt8, Op: model.CondNE, Operand: encode(t, model.TypeInt8, int64(0))}}}
-	groups, err := cl.c.Aggregate(c, "t", model.RowRange{Start: []byte("c"), End: []byte("x")}, f, spec)
+	groups, err := cl.c.Aggregate(c, "t", []model.RowRange{{Start: []byte("c"), End: []byte("x")}}, f, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,19 +159,19 @@ func TestAggregateAcrossTablets(t *testing.T) {
 	}
 
 	// No GROUP BY, over no rows: one group, COUNT 0, SUM NULL.
-	groups, err = cl.c.Aggregate(c, "t", model.RowRange{Start: []byte("zz")}, client.Filter{}, client.AggregateSpec{
+	groups, err = cl.c.Aggregate(c, "t", []model.RowRange{{Start: []byte("zz")}}, client.Filter{}, client.AggregateSpec{
 		Aggs: []client.AggSpec{{Func: client.AggCountRows}, {Func: client.AggSum, Column: n}}})
 	if err != nil || len(groups) != 1 || groups[0].Values[0].Count != 0 || groups[0].Values[1].Count != 0 || groups[0].Values[1].Value != nil {
 		t.Fatalf("over no rows: %+v %v", groups, err)
 	}
 	// COUNT(*) of the whole table, reading only what it must.
-	groups, err = cl.c.Aggregate(c, "t", model.RowRange{}, client.Filter{Families: []string{"f"}}, client.AggregateSpec{
+	groups, err = cl.c.Aggregate(c, "t", []model.RowRange{{}}, client.Filter{Families: []string{"f"}}, client.AggregateSpec{
 		Aggs: []client.AggSpec{{Func: client.AggCountRows}}})
 	if err != nil || len(groups) != 1 || groups[0].Values[0].Count != 260 {
 		t.Fatalf("count(*): %+v %v", groups, err)
 	}
 	// Grouped by a nullable column: one NULL group.
-	groups, err = cl.c.Aggregate(c, "t", model.RowRange{}, client.Filter{}, client.AggregateSpec{
+	groups, err = cl.c.Aggregate(c, "t", []model.RowRange{{}}, client.Filter{}, client.AggregateSpec{
 		GroupBy: []client.GroupKey{{Column: n}}, Aggs: []client.AggSpec{{Func: client.AggCountRows}}})
 	if err != nil || len(groups) != 260-38+1 {
 		t.Fatalf("group by n: %d groups, %v", len(groups), err)
@@ -186,7 +189,7 @@ func TestAggregateAcrossTablets(t *testing.T) {
 		t.Fatalf("%d NULL groups", nulls)
 	}
 	// A bad spec is the caller's error.
-	if _, err := cl.c.Aggregate(c, "t", model.RowRange{}, client.Filter{}, client.AggregateSpec{
+	if _, err := cl.c.Aggregate(c, "t", []model.RowRange{{}}, client.Filter{}, client.AggregateSpec{
 		Aggs: []client.AggSpec{{Func: client.AggSum, Column: client.ColumnRef{Family: "f", Qualifier: []byte("s"), Type: model.TypeText}}}}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("SUM of text: %v", err)
 	}
@@ -209,7 +212,7 @@ func TestAggregateResumes(t *testing.T) {
 		}
 	}
 	cl.calls.Store(0)
-	groups, err := cl.c.Aggregate(c, "t", model.RowRange{}, client.Filter{}, client.AggregateSpec{
+	groups, err := cl.c.Aggregate(c, "t", []model.RowRange{{}}, client.Filter{}, client.AggregateSpec{
 		GroupBy: []client.GroupKey{{RowKey: true}}, Aggs: []client.AggSpec{{Func: client.AggCountRows}}})
 	if err != nil || len(groups) != rows+2 {
 		t.Fatalf("%d groups, %v", len(groups), err)
@@ -224,6 +227,26 @@ func TestAggregateResumes(t *testing.T) {
 	}
 	if n := cl.calls.Load(); n < 4 { // two calls in the first tablet, one in each other
 		t.Fatalf("%d calls", n)
+	}
+	// Several ranges, with a resume inside the first tablet's.
+	ranges := []model.RowRange{{Start: []byte("a00100"), End: []byte("a06000")}, {Start: []byte("a06001"), End: []byte("a09000")},
+		{Start: []byte("a09500"), End: []byte("h\x00")}, {Start: []byte("q")}}
+	groups, err = cl.c.Aggregate(c, "t", ranges, client.Filter{}, client.AggregateSpec{
+		GroupBy: []client.GroupKey{{RowKey: true}}, Aggs: []client.AggSpec{{Func: client.AggCountRows}}})
+	var want []string
+	for i := 100; i < rows; i++ {
+		if i < 6000 || i > 6000 && i < 9000 || i >= 9500 {
+			want = append(want, fmt.Sprintf("a%05d", i))
+		}
+	}
+	want = append(want, "h", "q")
+	if err != nil || len(groups) != len(want) {
+		t.Fatalf("several ranges: %d groups, want %d, %v", len(groups), len(want), err)
+	}
+	for i, g := range groups {
+		if string(g.Key[0].([]byte)) != want[i] || g.Values[0].Count != 1 {
+			t.Fatalf("several ranges: group %d: %q %d, want %q", i, g.Key[0], g.Values[0].Count, want[i])
+		}
 	}
 }
 
@@ -283,6 +306,109 @@ func TestWireNumbers(t *testing.T) {
 	for c, p := range funcs {
 		if int32(c) != int32(p) {
 			t.Errorf("%s is %d, the wire's %s %d", c, c, p, p)
+		}
+	}
+}
+
+// TestAggregateOverSeveralRanges aggregates random lists of ranges (row
+// points, ranges inside a tablet and across the splits at "g" and "p",
+// one to the table's end) and checks each result against a Scan of the
+// same ranges, and that each tablet is called once however many ranges
+// it holds.
+func TestAggregateOverSeveralRanges(t *testing.T) {
+	cl := newCluster(t)
+	c := ctx(t)
+	keys, ns := loadTyped(t, cl)
+	n := client.ColumnRef{Family: "f", Qualifier: []byte("n"), Type: model.TypeInt8}
+	spec := client.AggregateSpec{Aggs: []client.AggSpec{{Func: client.AggCountRows}, {Func: client.AggSum, Column: n},
+		{Func: client.AggMin, Column: n}, {Func: client.AggMax, Column: n}}}
+	if _, err := cl.c.Aggregate(c, "t", []model.RowRange{{}}, client.Filter{}, spec); err != nil {
+		t.Fatal(err) // and the tablets' locations are cached
+	}
+	r := rand.New(rand.NewSource(1))
+	for round := 0; round < 200; round++ {
+		// Cut points picked from the keys and from between them, sorted.
+		var cuts []string
+		for i := 0; i < 2+r.Intn(8); i++ {
+			k := keys[r.Intn(len(keys))]
+			if r.Intn(3) == 0 {
+				k = k[:1]
+			}
+			cuts = append(cuts, k)
+		}
+		sort.Strings(cuts)
+		cuts = slices.Compact(cuts)
+		var ranges []model.RowRange
+		for i := 0; i+1 < len(cuts); i += 2 {
+			if r.Intn(3) == 0 { // a point
+				ranges = append(ranges, model.RowRange{Start: []byte(cuts[i]), End: []byte(cuts[i] + "\x00")})
+			} else {
+				ranges = append(ranges, model.RowRange{Start: []byte(cuts[i]), End: []byte(cuts[i+1])})
+			}
+		}
+		if len(cuts)%2 == 1 && r.Intn(2) == 0 {
+			ranges = append(ranges, model.RowRange{Start: []byte(cuts[len(cuts)-1])})
+		}
+		var count, sum int64
+		var min, max *int64
+		tablets := map[int]bool{}
+		for i, k := range keys {
+			in := false
+			for _, rg := range ranges {
+				if k >= string(rg.Start) && (len(rg.End) == 0 || k < string(rg.End)) {
+					in = true
+				}
+			}
+			if !in {
+				continue
+			}
+			count++
+			if i%7 == 0 {
+				continue
+			}
+			v := ns[i]
+			sum += v
+			if min == nil || v < *min {
+				min = &v
+			}
+			if max == nil || v > *max {
+				max = &v
+			}
+		}
+		for i, tb := range [][2]string{{"", "g"}, {"g", "p"}, {"p", ""}} {
+			for _, rg := range ranges {
+				if (tb[1] == "" || string(rg.Start) < tb[1]) && (len(rg.End) == 0 || string(rg.End) > tb[0]) {
+					tablets[i] = true
+				}
+			}
+		}
+		cl.calls.Store(0)
+		groups, err := cl.c.Aggregate(c, "t", ranges, client.Filter{}, spec)
+		if err != nil || len(groups) != 1 {
+			t.Fatalf("ranges %q: %+v %v", ranges, groups, err)
+		}
+		v := groups[0].Values
+		if v[0].Count != count {
+			t.Fatalf("ranges %q: count %d, want %d", ranges, v[0].Count, count)
+		}
+		if min == nil {
+			if v[1].Value != nil || v[2].Value != nil || v[3].Value != nil {
+				t.Fatalf("ranges %q: sum %v min %v max %v over no values", ranges, v[1].Value, v[2].Value, v[3].Value)
+			}
+		} else if v[1].Value.(*big.Int).Int64() != sum || v[2].Value != *min || v[3].Value != *max {
+			t.Fatalf("ranges %q: sum %v min %v max %v, want %d %d %d", ranges, v[1].Value, v[2].Value, v[3].Value, sum, *min, *max)
+		}
+		if calls := cl.calls.Load(); int(calls) != len(tablets) {
+			t.Fatalf("ranges %q: %d calls for %d tablets", ranges, calls, len(tablets))
+		}
+	}
+	for _, bad := range [][]model.RowRange{
+		{{Start: []byte("b"), End: []byte("a")}},
+		{{Start: []byte("a"), End: []byte("c")}, {Start: []byte("b"), End: []byte("d")}},
+		{{Start: []byte("a")}, {Start: []byte("b"), End: []byte("d")}},
+	} {
+		if _, err := cl.c.Aggregate(c, "t", bad, client.Filter{}, spec); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("ranges %q: %v", bad, err)
 		}
 	}
 }

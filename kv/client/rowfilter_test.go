@@ -159,7 +159,7 @@ func TestRowFilterAcrossTablets(t *testing.T) {
 	if sc.Next() || status.Code(sc.Err()) != codes.InvalidArgument || !strings.Contains(sc.Err().Error(), "at least two") {
 		t.Errorf("a chain of one: %v", sc.Err())
 	}
-	if _, err := cl.c.Aggregate(c, "t", model.RowRange{}, client.Filter{RowFilter: chainRF(qualRF("a"), qualRF("b"))},
+	if _, err := cl.c.Aggregate(c, "t", []model.RowRange{model.RowRange{}}, client.Filter{RowFilter: chainRF(qualRF("a"), qualRF("b"))},
 		client.AggregateSpec{Aggs: []client.AggSpec{{Func: client.AggCountRows}}}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("Aggregate with a row filter: %v", err)
 	}

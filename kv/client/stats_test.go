@@ -85,7 +85,7 @@ func TestReadStatsAcrossTablets(t *testing.T) {
 	// Aggregate fills spec.Stats with the sum of its calls.
 	for _, cli := range []*client.Client{cl.c, local} {
 		var st client.ReadStats
-		groups, err := cli.Aggregate(c, "t", model.RowRange{}, client.Filter{}, client.AggregateSpec{Aggs: []client.AggSpec{{Func: client.AggCountRows}}, Stats: &st})
+		groups, err := cli.Aggregate(c, "t", []model.RowRange{{}}, client.Filter{}, client.AggregateSpec{Aggs: []client.AggSpec{{Func: client.AggCountRows}}, Stats: &st})
 		if err != nil || groups[0].Values[0].Count != 26 {
 			t.Fatalf("Aggregate: %v %v", groups, err)
 		}

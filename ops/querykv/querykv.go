@@ -254,7 +254,7 @@ func (s *scanner) Close() {
 	}
 }
 
-func (k *KV) Aggregate(ctx context.Context, table string, rng model.RowRange, f query.ReadFilter, spec query.AggregateSpec) ([]query.AggGroup, error) {
+func (k *KV) Aggregate(ctx context.Context, table string, ranges []model.RowRange, f query.ReadFilter, spec query.AggregateSpec) ([]query.AggGroup, error) {
 	col := func(c query.AggColumn) kvclient.ColumnRef {
 		return kvclient.ColumnRef{Family: c.Family, Qualifier: c.Qualifier, Type: c.Type}
 	}
@@ -269,7 +269,7 @@ func (k *KV) Aggregate(ctx context.Context, table string, rng model.RowRange, f 
 	if f.Stats != nil {
 		cs.Stats = &st
 	}
-	groups, err := k.Client.Aggregate(ctx, table, rng, filter(f), cs)
+	groups, err := k.Client.Aggregate(ctx, table, ranges, filter(f), cs)
 	addStats(f.Stats, st)
 	if err != nil {
 		return nil, classify(err)
