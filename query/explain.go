@@ -9,6 +9,7 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
@@ -20,17 +21,24 @@ import (
 
 func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStmt, paramOIDs []uint32) (*Statement, error) {
 	analyze, verbose := false, false
+	// TIMING and SUMMARY default to ANALYZE's value, as in PostgreSQL.
+	var timing, summary *bool
 	for _, o := range ex.Options {
 		d := o.GetDefElem()
 		if d == nil {
 			continue
 		}
+		on := d.Arg == nil || defTrue(d.Arg)
 		switch strings.ToLower(d.Defname) {
 		case "analyze":
-			analyze = d.Arg == nil || defTrue(d.Arg)
+			analyze = on
 		case "verbose":
-			verbose = d.Arg == nil || defTrue(d.Arg)
-		case "costs", "buffers", "timing", "summary", "settings", "wal":
+			verbose = on
+		case "timing":
+			timing = &on
+		case "summary":
+			summary = &on
+		case "costs", "buffers", "settings", "wal":
 		case "format":
 			if v := strings.ToLower(d.Arg.GetString_().GetSval()); v != "" && v != "text" {
 				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "EXPLAIN (FORMAT %s) is not supported; the format is text", strings.ToUpper(v))
@@ -39,6 +47,17 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 			return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "unrecognized EXPLAIN option %q", d.Defname)
 		}
 	}
+	if timing != nil && *timing && !analyze {
+		return nil, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "EXPLAIN option TIMING requires ANALYZE")
+	}
+	mode := pgeval.ExplainPlan
+	if analyze {
+		mode = pgeval.ExplainAnalyze
+		if timing != nil && !*timing {
+			mode = pgeval.ExplainAnalyzeNoTiming
+		}
+	}
+	showTime := analyze && (summary == nil || *summary)
 	st := &Statement{SQL: p.text, Columns: []pgtypes.Column{{Name: "QUERY PLAN", OID: pgtypes.OIDText}}, kind: "EXPLAIN"}
 	var q *queryPlan
 	var asOf func(context.Context, *Session, []any) (int64, error)
@@ -139,14 +158,18 @@ func (s *Session) compileExplain(ctx context.Context, p piece, ex *pg.ExplainStm
 			}
 		}
 		if q != nil {
-			for _, l := range q.plan.Explain(analyze && inner == nil) {
+			m := mode
+			if inner != nil {
+				m = pgeval.ExplainPlan // the write ran, not this scan
+			}
+			for _, l := range q.plan.Explain(m) {
 				if head != "" {
 					l = "  " + l
 				}
 				lines = append(lines, l)
 			}
 		}
-		if analyze {
+		if showTime {
 			lines = append(lines, fmt.Sprintf("Execution Time: %.3f ms", float64(time.Since(start).Microseconds())/1000))
 		}
 		for _, l := range lines {

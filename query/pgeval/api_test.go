@@ -92,8 +92,8 @@ func TestOrderedRelation(t *testing.T) {
 	env := testEnv(&memCatalog{rels: map[string]Relation{"public.big": orderedRel{rel}}})
 	rel.ordering = []int{0}
 	p := prepare(t, env, "SELECT k FROM big ORDER BY k DESC LIMIT 2")
-	if strings.Contains(strings.Join(p.Explain(false), "\n"), "Sort") {
-		t.Fatalf("unexpected sort:\n%s", strings.Join(p.Explain(false), "\n"))
+	if strings.Contains(strings.Join(p.Explain(ExplainPlan), "\n"), "Sort") {
+		t.Fatalf("unexpected sort:\n%s", strings.Join(p.Explain(ExplainPlan), "\n"))
 	}
 	got := drain(t, p, env)
 	if len(got) != 2 || got[0][0] != int64(9) || !rel.scans[0].Reverse || rel.scans[0].Limit != 2 {
@@ -229,7 +229,7 @@ func TestNeededColumns(t *testing.T) {
 	if n := other.scans[0].Needed; !n[0] || n[1] {
 		t.Fatalf("needed %v", n)
 	}
-	if e := strings.Join(p.Explain(false), "\n"); !strings.Contains(e, "Hash Join") {
+	if e := strings.Join(p.Explain(ExplainPlan), "\n"); !strings.Contains(e, "Hash Join") {
 		t.Fatalf("explain:\n%s", e)
 	}
 }

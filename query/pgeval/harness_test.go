@@ -250,7 +250,7 @@ func runQuery(env *Env, sql string, args []string, explain int) string {
 		argv = append(argv, v)
 	}
 	if explain == 1 {
-		for _, l := range p.Explain(false) {
+		for _, l := range p.Explain(ExplainPlan) {
 			b.WriteString(l + "\n")
 		}
 		return b.String()
@@ -289,7 +289,7 @@ func runQuery(env *Env, sql string, args []string, explain int) string {
 		b.WriteString(strings.Join(vals, " | ") + "\n")
 	}
 	if explain == 2 {
-		for _, l := range p.Explain(true) {
+		for _, l := range p.Explain(ExplainAnalyze) {
 			// Times vary; keep rows and loops.
 			if i := strings.Index(l, "(actual time="); i >= 0 {
 				j := strings.Index(l[i:], " rows=")

@@ -128,9 +128,22 @@ func (r *planRows) Next(ctx context.Context) (row []any, err error) {
 
 func (r *planRows) Close() { r.it.close() }
 
-// Explain describes the plan; with analyze, the rows each node produced
-// in the runs so far.
-func (p *Plan) Explain(analyze bool) []string {
+// ExplainMode is what Explain shows besides the plan.
+type ExplainMode uint8
+
+const (
+	// ExplainPlan shows the plan alone.
+	ExplainPlan ExplainMode = iota
+	// ExplainAnalyze adds the time, rows and loops of each node in the
+	// runs so far.
+	ExplainAnalyze
+	// ExplainAnalyzeNoTiming adds rows and loops but not the time, as
+	// EXPLAIN (ANALYZE, TIMING OFF) does.
+	ExplainAnalyzeNoTiming
+)
+
+// Explain describes the plan in mode.
+func (p *Plan) Explain(mode ExplainMode) []string {
 	var out []string
 	var rec func(n node, depth int)
 	rec = func(n node, depth int) {
@@ -147,12 +160,15 @@ func (p *Plan) Explain(analyze bool) []string {
 			ind := 2 + 6*(depth-1)
 			line, propIndent = strings.Repeat(" ", ind)+"->  "+title, ind+6
 		}
-		if analyze {
+		if mode != ExplainPlan {
 			st := n.stats()
-			if st.loops.Load() == 0 {
+			switch {
+			case st.loops.Load() == 0:
 				// Such as the scan under an aggregate the relation ran.
 				line += " (never executed)"
-			} else {
+			case mode == ExplainAnalyzeNoTiming:
+				line += fmt.Sprintf(" (actual rows=%d loops=%d)", st.rows.Load(), st.loops.Load())
+			default:
 				line += fmt.Sprintf(" (actual time=%.3f rows=%d loops=%d)", float64(st.nanos.Load())/float64(time.Millisecond), st.rows.Load(), st.loops.Load())
 			}
 		}

@@ -189,7 +189,7 @@ func runText(t *testing.T, env *Env, sql string, args ...any) string {
 
 func explainText(t *testing.T, env *Env, sql string) string {
 	t.Helper()
-	return strings.Join(prepare(t, env, sql).Explain(false), "\n")
+	return strings.Join(prepare(t, env, sql).Explain(ExplainPlan), "\n")
 }
 
 // Aggregates pushed into an Aggregator give exactly what the engine's
@@ -274,7 +274,7 @@ func TestAggregatePushdown(t *testing.T) {
 	for _, err := rows.Next(context.Background()); err == nil; _, err = rows.Next(context.Background()) {
 	}
 	rows.Close()
-	if e := strings.Join(p.Explain(true), "\n"); !strings.Contains(e, "rows=4 loops=1)") || !strings.Contains(e, "->  Memory Scan (never executed)") {
+	if e := strings.Join(p.Explain(ExplainAnalyze), "\n"); !strings.Contains(e, "rows=4 loops=1)") || !strings.Contains(e, "->  Memory Scan (never executed)") {
 		t.Errorf("explain analyze:\n%s", e)
 	}
 }
@@ -388,7 +388,7 @@ func TestLimitOnOrder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.sql, err)
 		}
-		if e := strings.Join(p.Explain(false), "\n"); strings.Contains(e, "Sort") {
+		if e := strings.Join(p.Explain(ExplainPlan), "\n"); strings.Contains(e, "Sort") {
 			t.Errorf("%s: unexpected sort\n%s", c.sql, e)
 		}
 		got := drain(t, p, env, c.args...)
@@ -407,7 +407,7 @@ func TestLimitOnOrder(t *testing.T) {
 	// Not on the order: a sort, and the scan reads everything.
 	rel.scans = nil
 	p := prepare(t, env, "SELECT * FROM u WHERE k >= 10 ORDER BY k LIMIT 100")
-	if e := strings.Join(p.Explain(false), "\n"); !strings.Contains(e, "Sort") {
+	if e := strings.Join(p.Explain(ExplainPlan), "\n"); !strings.Contains(e, "Sort") {
 		t.Errorf("want a sort:\n%s", e)
 	}
 	if got := drain(t, p, env); len(got) != 100 || got[0][0] != int64(10) || rel.scans[0].Limit != -1 {
