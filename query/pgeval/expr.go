@@ -676,6 +676,13 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	arr := tc.Arg.GetAArrayExpr()
+	if arr != nil && len(arr.Elements) == 0 && elemOf[to] != 0 && to != OIDInt2Vector && to != OIDOidVector {
+		// The cast is what gives ARRAY[] its type.
+		k := constExpr(to, "array", Array{Elem: elemOf[to], Vals: []any{}})
+		k.desc = "ARRAY[]::" + typeName(to)
+		return k, nil
+	}
 	in, err := c.expr(tc.Arg, sc)
 	if err != nil {
 		return nil, err
@@ -688,7 +695,7 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 	// A cast of a literal is named after the type; a cast of anything
 	// else keeps the inner expression's name.
 	name := in.name
-	if in.isConst || in.param > 0 {
+	if (in.isConst || in.param > 0) && arr == nil {
 		name = typeShortName(to)
 		if e := elemOf[to]; e != 0 && to != OIDInt2Vector && to != OIDOidVector {
 			name = typeShortName(e)

@@ -235,7 +235,9 @@ func (c *compiler) arrayExpr(a *pg.A_ArrayExpr, sc *scope) (*Expr, error) {
 		}
 	}
 	if len(items) == 0 {
-		return nil, errAt(a.Location, codeIndeterminate, "cannot determine type of empty array")
+		e := sqlstate.Errorf(codeIndeterminate, "cannot determine type of empty array")
+		e.Position, e.Hint = pos(a.Location), "Explicitly cast to the desired type, for example ARRAY[]::integer[]."
+		return nil, e
 	}
 	return c.arrayOfExprs(items, a.Location)
 }
