@@ -289,13 +289,7 @@ func (s *Session) compileShowDialect(st *Statement, x *ast.ShowStmt) (*Statement
 				if c.Family != "" && c.Qualifier == "" {
 					qual = "(undeclared qualifiers)"
 				}
-				typ := c.Type.String()
-				if c.Varchar {
-					typ = "character varying"
-					if c.Length > 0 {
-						typ = fmt.Sprintf("character varying(%d)", c.Length)
-					}
-				}
+				typ := c.TypeName()
 				res.Rows = append(res.Rows, []any{c.Name, typ, nullable, key, c.Family, qual})
 			}
 			res.Tag = fmt.Sprintf("SHOW %d", len(res.Rows))

@@ -256,17 +256,20 @@ func assign(v any, from uint32, col catalog.Column) (any, error) {
 			return nil, sqlstate.Errorf("22001", "value too long for type character varying(%d)", col.Length)
 		}
 	}
-	if from == to || (to == pgtypes.OIDText && from == pgtypes.OIDVarchar) {
-		return v, nil
-	}
-	out, err := pgeval.Cast(v, from, to)
-	if err != nil {
-		e := *sqlstate.AsError(err)
-		if e.Code == sqlstate.CodeFeatureNotSupported || e.Code == sqlstate.CodeCannotCoerce || e.Code == sqlstate.CodeUndefinedFunction {
-			e.Code = sqlstate.CodeDatatypeMismatch
-			e.Message = fmt.Sprintf("column %q is of type %s but expression is of type %s", col.Name, pgtypes.TypeName(to), pgtypes.TypeName(from))
+	out := v
+	if from != to && (to != pgtypes.OIDText || from != pgtypes.OIDVarchar) {
+		var err error
+		if out, err = pgeval.Cast(v, from, to); err != nil {
+			e := *sqlstate.AsError(err)
+			if e.Code == sqlstate.CodeFeatureNotSupported || e.Code == sqlstate.CodeCannotCoerce || e.Code == sqlstate.CodeUndefinedFunction {
+				e.Code = sqlstate.CodeDatatypeMismatch
+				e.Message = fmt.Sprintf("column %q is of type %s but expression is of type %s", col.Name, pgtypes.TypeName(to), pgtypes.TypeName(from))
+			}
+			return nil, &e
 		}
-		return nil, &e
+	}
+	if n, ok := out.(pgtypes.Numeric); ok && col.Precision > 0 {
+		return pgeval.NumericTypmod(n, col.Precision, col.Scale)
 	}
 	return out, nil
 }

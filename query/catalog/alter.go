@@ -162,6 +162,9 @@ func (a *Altered) addColumn(cd *ast.ColumnDef) error {
 	case a.Table.Plain:
 		col := Column{Name: name, Family: DefaultFamily, Qualifier: name, Type: typ}
 		col.Varchar, col.Length = varchar(cd.Tp)
+		if col.Precision, col.Scale, err = numeric(cd.Tp, name); err != nil {
+			return err
+		}
 		a.Table.Columns = append(a.Table.Columns, col)
 		return nil
 	case qual == "":
@@ -172,6 +175,9 @@ func (a *Altered) addColumn(cd *ast.ColumnDef) error {
 	}
 	col := Column{Name: name, Family: fam, Qualifier: qual, Type: typ}
 	col.Varchar, col.Length = varchar(cd.Tp)
+	if col.Precision, col.Scale, err = numeric(cd.Tp, name); err != nil {
+		return err
+	}
 	a.Table.Columns = append(a.Table.Columns, col)
 	return nil
 }

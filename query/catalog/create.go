@@ -87,6 +87,9 @@ func FromCreate(stmt *ast.CreateTableStmt, opts []pglex.Option) (*Created, error
 		}
 		col := Column{Name: name, Type: typ}
 		col.Varchar, col.Length = varchar(cd.Tp)
+		if col.Precision, col.Scale, err = numeric(cd.Tp, name); err != nil {
+			return nil, err
+		}
 		for _, o := range cd.Options {
 			switch o.Tp {
 			case ast.ColumnOptionPrimaryKey, ast.ColumnOptionNotNull:
@@ -217,6 +220,22 @@ func varchar(ft *types.FieldType) (bool, int) {
 		}
 	}
 	return false, 0
+}
+
+// numeric returns a NUMERIC(p,s)'s precision and scale (NUMERIC(p) is
+// scale 0), or 0, 0 for a NUMERIC without them.
+func numeric(ft *types.FieldType, column string) (int, int, error) {
+	if ft.GetType() != mysql.TypeNewDecimal || ft.GetFlen() <= 0 {
+		return 0, 0, nil
+	}
+	p, s := ft.GetFlen(), max(ft.GetDecimal(), 0)
+	if p > 1000 {
+		return 0, 0, errorf(codeInvalidParameter, "column %q: NUMERIC precision %d must be between 1 and 1000", column, p)
+	}
+	if s > 1000 {
+		return 0, 0, errorf(codeInvalidParameter, "column %q: NUMERIC scale %d must be between -1000 and 1000", column, s)
+	}
+	return p, s, nil
 }
 
 // valueType maps a column type, as the front end wrote it for the TiDB

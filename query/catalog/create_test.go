@@ -39,7 +39,7 @@ func TestCreate(t *testing.T) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "table %s plain=%v rawkey=%v\n", c.Table.Name, c.Table.Plain, c.Table.RawKey())
 		for _, col := range c.Table.Columns {
-			fmt.Fprintf(&b, "column %q %s", col.Name, col.Type)
+			fmt.Fprintf(&b, "column %q %s", col.Name, col.TypeName())
 			if col.Key {
 				b.WriteString(" key")
 			}

@@ -18,7 +18,7 @@ func CreateStatement(t *Table, s model.Schema) string {
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", quoteIdent(t.Name))
 	var lines []string
 	for _, c := range t.Columns {
-		typ := strings.ToUpper(c.Type.String())
+		typ := strings.ToUpper(c.TypeName())
 		if c.Varchar {
 			typ = "VARCHAR"
 			if c.Length > 0 {

@@ -51,8 +51,13 @@ type Column struct {
 	// its limit in characters (VARCHAR(n)).
 	Varchar bool `json:"varchar,omitempty"`
 	Length  int  `json:"length,omitempty"`
-	Key     bool `json:"key,omitempty"`
-	NotNull bool `json:"not_null,omitempty"`
+	// Precision, if not 0, and Scale are a NUMERIC(p,s)'s: values are
+	// rounded to Scale fractional digits and must then have at most
+	// Precision-Scale digits before the point, as in PostgreSQL.
+	Precision int  `json:"precision,omitempty"`
+	Scale     int  `json:"scale,omitempty"`
+	Key       bool `json:"key,omitempty"`
+	NotNull   bool `json:"not_null,omitempty"`
 }
 
 // Family is a column family as SQL sees it.
@@ -140,12 +145,30 @@ func (c Column) OID() uint32 {
 }
 
 // Typmod is the column's type modifier as pg_attribute keeps it: a
-// VARCHAR(n)'s n plus PostgreSQL's 4-byte header, else -1.
+// VARCHAR(n)'s n, or a NUMERIC(p,s)'s p<<16 | s, plus PostgreSQL's 4-byte
+// header; else -1.
 func (c Column) Typmod() int64 {
-	if c.Varchar && c.Length > 0 {
+	switch {
+	case c.Varchar && c.Length > 0:
 		return int64(c.Length) + 4
+	case c.Type == model.TypeNumeric && c.Precision > 0:
+		return (int64(c.Precision)<<16 | int64(c.Scale)) + 4
 	}
 	return -1
+}
+
+// TypeName is the column's type with its modifier, as PostgreSQL's
+// format_type writes it: "character varying(64)", "numeric(10,2)".
+func (c Column) TypeName() string {
+	switch {
+	case c.Varchar && c.Length > 0:
+		return fmt.Sprintf("character varying(%d)", c.Length)
+	case c.Varchar:
+		return "character varying"
+	case c.Type == model.TypeNumeric && c.Precision > 0:
+		return fmt.Sprintf("numeric(%d,%d)", c.Precision, c.Scale)
+	}
+	return c.Type.String()
 }
 
 // Visible returns the columns SQL shows, in order: the key columns, the

@@ -140,6 +140,9 @@ func isColumns(s *snapshot, d *relDef) [][]any {
 				kv = append(kv, "numeric_precision", 53, "numeric_precision_radix", 2)
 			case pgtypes.OIDNumeric:
 				kv = append(kv, "numeric_precision_radix", 10)
+				if typmod > 4 {
+					kv = append(kv, "numeric_precision", (typmod-4)>>16, "numeric_scale", (typmod-4)&0xffff)
+				}
 			case pgtypes.OIDDate:
 				kv = append(kv, "datetime_precision", 0)
 			case pgtypes.OIDTimestamptz, pgtypes.OIDTimestamp, 1083, 1266, oidInterval:

@@ -3,6 +3,7 @@ package pgeval
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -729,17 +730,54 @@ func (c *compiler) applyTypmod(e *Expr, to uint32, typmod int64) *Expr {
 			return v, err
 		}}
 	case pgtypes.OIDNumeric:
-		scale := int((typmod - 4) & 0xffff)
+		precision, scale := int((typmod-4)>>16), int((typmod-4)&0xffff)
 		in := e
 		return &Expr{oid: to, name: e.name, desc: e.desc, eval: func(ec *evalCtx, row []any) (any, error) {
 			v, err := in.eval(ec, row)
-			if n, ok := v.(pgtypes.Numeric); ok && n != "NaN" {
-				return roundHalfAway(toRat(n), scale), err
+			if n, ok := v.(pgtypes.Numeric); ok && err == nil {
+				return NumericTypmod(n, precision, scale)
 			}
 			return v, err
 		}}
 	}
 	return e
+}
+
+// NumericTypmod makes n a NUMERIC(precision, scale) as PostgreSQL does:
+// rounded half away from zero to scale fraction digits, then 22003 if its
+// absolute value is not below 10^(precision-scale). NaN passes; an
+// infinity never fits.
+func NumericTypmod(n pgtypes.Numeric, precision, scale int) (pgtypes.Numeric, error) {
+	overflow := func(detail string) error {
+		e := sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "numeric field overflow")
+		e.Detail = detail
+		return e
+	}
+	switch n {
+	case "NaN":
+		return n, nil
+	case "Infinity", "-Infinity":
+		return "", overflow(fmt.Sprintf("A field with precision %d, scale %d cannot hold an infinite value.", precision, scale))
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return "", sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type numeric: %q", string(n))
+	}
+	out := roundHalfAway(r, scale)
+	r.SetString(string(out))
+	d := precision - scale
+	limit := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(d, -d))), nil))
+	if d < 0 {
+		limit.Inv(limit)
+	}
+	if r.Abs(r).Cmp(limit) >= 0 {
+		bound := "1"
+		if d != 0 {
+			bound = fmt.Sprintf("10^%d", d)
+		}
+		return "", overflow(fmt.Sprintf("A field with precision %d, scale %d must round to an absolute value less than %s.", precision, scale, bound))
+	}
+	return out, nil
 }
 
 func (c *compiler) boolExpr(b *pg.BoolExpr, sc *scope) (*Expr, error) {
