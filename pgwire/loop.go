@@ -47,15 +47,15 @@ func (c *conn) loop() {
 			c.simpleQuery(m.String)
 			flush = true
 		case *pgproto3.Parse:
-			c.extended(c.parse(m))
+			flush = c.extended(c.parse(m))
 		case *pgproto3.Bind:
-			c.extended(c.bind(m))
+			flush = c.extended(c.bind(m))
 		case *pgproto3.Describe:
-			c.extended(c.describe(m))
+			flush = c.extended(c.describe(m))
 		case *pgproto3.Execute:
-			c.extended(c.execute(m))
+			flush = c.extended(c.execute(m))
 		case *pgproto3.Close:
-			c.extended(c.close(m))
+			flush = c.extended(c.close(m))
 		case *pgproto3.Sync:
 			c.skipping = false
 			if c.sess.TxStatus() == query.TxIdle {
@@ -71,7 +71,7 @@ func (c *conn) loop() {
 		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
 			// Outside COPY these are ignored, as PostgreSQL does.
 		case *pgproto3.FunctionCall:
-			c.extended(sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "the function call protocol is not supported"))
+			flush = c.extended(sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "the function call protocol is not supported"))
 		default:
 			c.reportFatal(fatalf(sqlstate.CodeProtocolViolation, "unexpected message %T", msg))
 			return
@@ -136,14 +136,17 @@ func (c *conn) receiveFailed(err error) {
 }
 
 // extended sends an error of an extended-protocol message and skips to
-// the next Sync.
-func (c *conn) extended(err error) {
+// the next Sync. It reports whether it sent one, to be flushed at once
+// as PostgreSQL does: a client that sent Flush, not Sync (asyncpg's
+// Parse, Describe, Flush), waits for it, and its Flush is skipped.
+func (c *conn) extended(err error) bool {
 	if err == nil {
-		return
+		return false
 	}
 	c.sendError(err)
 	c.skipping = true
 	c.sess.Failed()
+	return true
 }
 
 // run executes a statement under statement_timeout and CancelRequest.
