@@ -505,7 +505,8 @@ func errorResponse(e *sqlstate.Error) *pgproto3.ErrorResponse {
 		sev = "ERROR"
 	}
 	return &pgproto3.ErrorResponse{Severity: sev, SeverityUnlocalized: sev, Code: e.Code, Message: e.Message,
-		Detail: e.Detail, Hint: e.Hint, Position: int32(e.Position)}
+		Detail: e.Detail, Hint: e.Hint, Position: int32(e.Position),
+		SchemaName: e.Schema, TableName: e.Table, ColumnName: e.Column, ConstraintName: e.Constraint}
 }
 
 func (c *conn) sendError(err error) {

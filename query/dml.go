@@ -294,7 +294,7 @@ func (t *target) mutations(w rowWrite, deleteNulls bool) ([]model.Mutation, erro
 	}
 	for i, col := range t.codec.cols {
 		if col.NotNull && !col.Key && w.set[i] && w.vals[i] == nil {
-			return nil, sqlstate.Errorf(codeNotNullViolation, "null value in column %q of relation %q violates not-null constraint", col.Name, t.name)
+			return nil, notNullViolation(t.name, col.Name)
 		}
 		if !w.set[i] || col.Key {
 			continue
@@ -572,7 +572,7 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 	}
 	for i, col := range t.codec.cols {
 		if col.NotNull && len(ins.Cols) > 0 && !containsInt(cols, i) {
-			return nil, sqlstate.Errorf(codeNotNullViolation, "null value in column %q of relation %q violates not-null constraint", col.Name, t.name)
+			return nil, notNullViolation(t.name, col.Name)
 		}
 	}
 	// The rows: VALUES lists, or a query.
@@ -1034,6 +1034,13 @@ func contended(ctx context.Context, t *target, attempt int) error {
 	}
 }
 
+// notNullViolation is 23502 with the fields PostgreSQL sets on it.
+func notNullViolation(table, column string) error {
+	e := sqlstate.Errorf(codeNotNullViolation, "null value in column %q of relation %q violates not-null constraint", column, table)
+	e.Schema, e.Table, e.Column = "public", table, column
+	return e
+}
+
 func duplicateKey(t *target, vals []any) error {
 	var names, shown []string
 	for _, idx := range t.codec.keyIdx {
@@ -1041,7 +1048,8 @@ func duplicateKey(t *target, vals []any) error {
 		shown = append(shown, pgtypes.FormatText(catalog.TypeOID(t.codec.cols[idx].Type), vals[idx]))
 	}
 	return &sqlstate.Error{Code: codeUniqueViolation, Message: fmt.Sprintf("duplicate key value violates unique constraint \"%s_pkey\"", t.name),
-		Detail: fmt.Sprintf("Key (%s)=(%s) already exists.", strings.Join(names, ", "), strings.Join(shown, ", "))}
+		Detail: fmt.Sprintf("Key (%s)=(%s) already exists.", strings.Join(names, ", "), strings.Join(shown, ", ")),
+		Schema: "public", Table: t.name, Constraint: t.name + "_pkey"}
 }
 
 // resultName is the name PostgreSQL gives an unnamed result column.

@@ -92,7 +92,7 @@ func (c *rowCodec) columns() []pgtypes.Column {
 func (c *rowCodec) encodeKey(vals []any) ([]byte, error) {
 	for i, v := range vals {
 		if v == nil {
-			return nil, sqlstate.Errorf(codeNotNullViolation, "null value in column %q of relation %q violates not-null constraint", c.cols[c.keyIdx[i]].Name, c.t.Name)
+			return nil, notNullViolation(c.t.Name, c.cols[c.keyIdx[i]].Name)
 		}
 	}
 	if c.raw {

@@ -178,7 +178,9 @@ func (s *Session) commitWrites(ctx context.Context) error {
 			case br.insert:
 				var exists bool
 				if exists, err = kv.CompareAndMutate(ctx, table, key, nil, nil, br.muts); err == nil && exists {
-					err = sqlstate.Errorf(codeUniqueViolation, "duplicate key value violates unique constraint \"%s_pkey\"", table)
+					e := sqlstate.Errorf(codeUniqueViolation, "duplicate key value violates unique constraint \"%s_pkey\"", table)
+					e.Schema, e.Table, e.Constraint = "public", table, table+"_pkey"
+					err = e
 				}
 			case br.mustExist || len(br.expects) > 0:
 				var held bool
