@@ -505,7 +505,7 @@ func errorResponse(e *sqlstate.Error) *pgproto3.ErrorResponse {
 		sev = "ERROR"
 	}
 	return &pgproto3.ErrorResponse{Severity: sev, SeverityUnlocalized: sev, Code: e.Code, Message: e.Message,
-		Detail: e.Detail, Hint: e.Hint, Position: int32(e.Position),
+		Detail: e.Detail, Hint: e.Hint, Position: int32(e.Position), Where: e.Where,
 		SchemaName: e.Schema, TableName: e.Table, ColumnName: e.Column, ConstraintName: e.Constraint}
 }
 

@@ -346,7 +346,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	}
 	if st != nil {
 		for _, oid := range st.Params {
-			if !pgtypes.Supported(oid) {
+			if !paramSupported(oid) {
 				return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "parameters of type %d are not supported", oid)
 			}
 		}
@@ -410,16 +410,25 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 			if !haveStyle {
 				style, haveStyle = sessionStyle(c.sess), true
 			}
-			args[i], err = pgtypes.ParseTextStyle(params[i], string(raw), style)
+			args[i], err = decodeText(params[i], string(raw), style)
 		case 1:
-			args[i], err = decodeBinary(params[i], raw)
+			args[i], err = decodeBinaryParam(params[i], raw)
 		default:
 			err = sqlstate.Errorf(sqlstate.CodeProtocolViolation, "unsupported format code %d", formatFor(m.ParameterFormatCodes, i))
 		}
 		if err != nil {
-			e := sqlstate.AsError(err)
-			e.Message = fmt.Sprintf("%s (parameter $%d)", e.Message, i+1)
-			return e
+			// PostgreSQL names the parameter in the error's context, and
+			// shows no text value (log_parameter_max_length_on_error 0).
+			e := *sqlstate.AsError(err)
+			portal := "unnamed portal"
+			if m.DestinationPortal != "" {
+				portal = fmt.Sprintf("portal %q", m.DestinationPortal)
+			}
+			e.Where = fmt.Sprintf("%s parameter $%d", portal, i+1)
+			if formatFor(m.ParameterFormatCodes, i) == 0 {
+				e.Where += " = '...'"
+			}
+			return &e
 		}
 	}
 	if n := len(m.ResultFormatCodes); n > 1 && n != len(cols) {

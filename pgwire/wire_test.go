@@ -137,6 +137,9 @@ func describe(m pgproto3.BackendMessage) string {
 		if x.Position != 0 {
 			s += fmt.Sprintf(" position=%d", x.Position)
 		}
+		if x.Where != "" {
+			s += fmt.Sprintf(" where=%q", x.Where)
+		}
 		return s
 	case *pgproto3.NoticeResponse:
 		return fmt.Sprintf("NoticeResponse %s %s %q", x.Severity, x.Code, x.Message)

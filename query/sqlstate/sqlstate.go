@@ -56,6 +56,8 @@ type Error struct {
 	// Position is the 1-based character position in the statement text
 	// that the error points at, 0 for none.
 	Position int
+	// Where is the context: what was being done (a parameter of Bind).
+	Where string
 	// Schema, Table, Column and Constraint name the object an integrity
 	// error concerns, as PostgreSQL's fields s, t, c and n do: drivers
 	// read them (asyncpg's constraint_name, pgx's ConstraintName).
