@@ -317,7 +317,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	}
 	superuser := user != nil && user.Superuser || method == MethodTrust && user == nil
 	sess, err := c.srv.opts.NewSession(query.SessionOptions{User: c.user, Database: c.database,
-		ApplicationName: params["application_name"], Superuser: superuser, Settings: settings})
+		ApplicationName: params["application_name"], Superuser: superuser, Settings: settings, Portals: c})
 	if err != nil {
 		e := sqlstate.AsError(err)
 		e.Severity = "FATAL"

@@ -374,8 +374,9 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 		return sqlstate.Errorf(sqlstate.CodeInvalidSQLStatementNam, "prepared statement %q does not exist", m.PreparedStatement)
 	}
 	if m.DestinationPortal != "" {
-		if _, exists := c.portals[m.DestinationPortal]; exists {
-			return sqlstate.Errorf("42P03", "portal %q already exists", m.DestinationPortal)
+		_, exists := c.portals[m.DestinationPortal]
+		if _, cursor := c.sess.CursorColumns(m.DestinationPortal); exists || cursor {
+			return sqlstate.Errorf("42P03", "cursor %q already exists", m.DestinationPortal)
 		}
 	}
 	var params []uint32

@@ -18,6 +18,22 @@ import (
 
 const cursorOptHold = 0x0020 // PostgreSQL's CURSOR_OPT_HOLD
 
+// Portals are a connection's named portals of the extended protocol. In
+// PostgreSQL they share one namespace with cursors: FETCH, MOVE and CLOSE
+// name either (asyncpg's Cursor.forward sends MOVE for a portal it bound
+// with Bind), and neither name may be taken twice.
+type Portals interface {
+	// FetchPortal reads up to n rows (all if n < 0) from the named
+	// portal's position on and moves past them, running its statement
+	// if no Execute has yet; ok is false if there is no such portal.
+	FetchPortal(ctx context.Context, name string, n int64) (cols []pgtypes.Column, rows [][]any, ok bool, err error)
+	// ClosePortal closes the named portal, or every one for "", and
+	// reports whether there was one.
+	ClosePortal(name string) bool
+	// HasPortal reports whether the named portal exists.
+	HasPortal(name string) bool
+}
+
 type cursor struct {
 	columns []pgtypes.Column
 	rows    [][]any
@@ -40,7 +56,7 @@ func (s *Session) compileDeclare(ctx context.Context, st *Statement, d *pg.Decla
 		if !hold && s.tx == TxIdle {
 			return nil, sqlstate.Errorf(sqlstate.CodeNoActiveTransaction, "DECLARE CURSOR can only be used in transaction blocks")
 		}
-		if _, exists := s.cursors[name]; exists {
+		if _, exists := s.cursors[name]; exists || s.opts.Portals != nil && s.opts.Portals.HasPortal(name) {
 			return nil, sqlstate.Errorf("42P03", "cursor %q already exists", name)
 		}
 		res, err := inner.run(ctx, s, args)
@@ -60,10 +76,10 @@ func (s *Session) compileFetch(st *Statement, f *pg.FetchStmt) (*Statement, erro
 			st.Columns = c.columns // for Describe; FETCH's rows are the cursor's
 		}
 	}
-	st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
+	st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
 		c, ok := s.cursors[name]
 		if !ok {
-			return nil, sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "cursor %q does not exist", name)
+			return s.fetchPortal(ctx, f)
 		}
 		n := f.HowMany
 		switch f.Direction {
@@ -96,13 +112,42 @@ func (s *Session) compileFetch(st *Statement, f *pg.FetchStmt) (*Statement, erro
 	return st, nil
 }
 
+// fetchPortal is FETCH or MOVE of a protocol portal: forward only, as
+// cursors are here.
+func (s *Session) fetchPortal(ctx context.Context, f *pg.FetchStmt) (*Result, error) {
+	name := f.Portalname
+	n := f.HowMany
+	switch {
+	case s.opts.Portals == nil || !s.opts.Portals.HasPortal(name):
+		return nil, sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "cursor %q does not exist", name)
+	case f.Direction != pg.FetchDirection_FETCH_FORWARD && !(f.Direction == pg.FetchDirection_FETCH_RELATIVE && n >= 0):
+		return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cursor can only scan forward")
+	case n == math.MaxInt64:
+		n = -1
+	}
+	cols, rows, _, err := s.opts.Portals.FetchPortal(ctx, name, n)
+	if err != nil {
+		return nil, err
+	}
+	if f.Ismove {
+		return &Result{Tag: fmt.Sprintf("MOVE %d", len(rows))}, nil
+	}
+	return &Result{Columns: cols, Rows: rows, Tag: fmt.Sprintf("FETCH %d", len(rows))}, nil
+}
+
 func (s *Session) compileClose(st *Statement, name string) (*Statement, error) {
 	st.run = func(context.Context, *Session, []any) (*Result, error) {
 		if name == "" {
 			s.cursors = map[string]*cursor{}
+			if s.opts.Portals != nil {
+				s.opts.Portals.ClosePortal("")
+			}
 			return &Result{Tag: "CLOSE CURSOR ALL"}, nil
 		}
 		if _, ok := s.cursors[name]; !ok {
+			if s.opts.Portals != nil && s.opts.Portals.ClosePortal(name) {
+				return &Result{Tag: "CLOSE CURSOR"}, nil
+			}
 			return nil, sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "cursor %q does not exist", name)
 		}
 		delete(s.cursors, name)

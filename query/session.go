@@ -35,6 +35,9 @@ type SessionOptions struct {
 	SortBudget int64
 	// ResultBudget bounds a result held before it is sent (bytes); 0: 1 GiB.
 	ResultBudget int64
+	// Portals are the connection's named protocol portals, which FETCH,
+	// MOVE and CLOSE reach as they reach cursors; nil: none.
+	Portals Portals
 }
 
 // TxStatus is the transaction status ReadyForQuery reports.
