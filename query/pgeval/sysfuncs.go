@@ -306,6 +306,14 @@ func regFromOID(oid uint32, to uint32, ec *evalCtx) (any, error) {
 	switch to {
 	case OIDOid, OIDXid:
 		return int64(oid), nil
+	case OIDRegtype, OIDRegclass, OIDRegnamespace, OIDRegproc, OIDRegrole:
+		if oid == 0 {
+			// Every reg* type prints InvalidOid as "-" (asyncpg reads
+			// typelem::regtype::text of types without an element).
+			return Reg{OID: 0, Name: "-"}, nil
+		}
+	}
+	switch to {
 	case OIDRegtype:
 		if n := typeName(oid); !strings.HasPrefix(n, "type ") {
 			return Reg{OID: oid, Name: n}, nil
@@ -319,9 +327,6 @@ func regFromOID(oid uint32, to uint32, ec *evalCtx) (any, error) {
 		}
 		return Reg{OID: oid}, nil
 	case OIDRegclass:
-		if oid == 0 {
-			return Reg{OID: 0, Name: "-"}, nil
-		}
 		t, err := catalog(ec, "pg_class")
 		if err != nil {
 			return Reg{OID: oid}, nil
@@ -351,9 +356,6 @@ func regFromOID(oid uint32, to uint32, ec *evalCtx) (any, error) {
 		}
 		return Reg{OID: oid}, nil
 	case OIDRegproc:
-		if oid == 0 {
-			return Reg{OID: 0, Name: "-"}, nil
-		}
 		if t, err := catalog(ec, "pg_proc"); err == nil {
 			for _, r := range t.rows {
 				if oidOf(t.get(r, "oid")) == int64(oid) {
