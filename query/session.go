@@ -357,6 +357,11 @@ func (s *Session) compile(ctx context.Context, text string, n *pg.Node, paramOID
 		return s.compileFetch(st, x.FetchStmt)
 	case *pg.Node_ClosePortalStmt:
 		return s.compileClose(st, x.ClosePortalStmt.Portalname)
+	case *pg.Node_UnlistenStmt:
+		// A session cannot LISTEN (0A000), so it has no channel to leave;
+		// connection pools send UNLISTEN * on every release.
+		st.run = constTag("UNLISTEN")
+		return st, nil
 	case *pg.Node_DeallocateStmt:
 		d := x.DeallocateStmt
 		st.run = func(context.Context, *Session, []any) (*Result, error) {
@@ -397,6 +402,8 @@ func statementName(n *pg.Node) string {
 		return "CREATE/DROP DATABASE (a cluster has one database)"
 	case "Grant":
 		return "GRANT and REVOKE"
+	case "Listen", "Notify":
+		return "LISTEN and NOTIFY"
 	case "Vacuum":
 		return "VACUUM and ANALYZE (compactions are automatic)"
 	case "Insert", "Update", "Delete", "Copy", "Explain", "Truncate", "Prepare", "Execute":

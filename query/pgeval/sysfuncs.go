@@ -613,6 +613,21 @@ func addSystemFuncs(add func(string, ...*builtin)) {
 	add("pg_postmaster_start_time", &builtin{ret: tTS, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return ec.env.Now.UTC(), nil }})
 	add("pg_conf_load_time", &builtin{ret: tTS, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return ec.env.Now.UTC(), nil }})
 	add("pg_is_in_recovery", constFn(tBool, false))
+	// A session can take no advisory lock (the functions below refuse),
+	// so releasing all of them is done at once: connection pools call it
+	// whenever a connection comes back (asyncpg's reset).
+	add("pg_advisory_unlock_all", constFn(pgtypes.OIDVoid, ""))
+	for _, name := range []string{"pg_advisory_lock", "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared",
+		"pg_advisory_unlock", "pg_advisory_unlock_shared", "pg_advisory_xact_lock", "pg_advisory_xact_lock_shared",
+		"pg_try_advisory_xact_lock", "pg_try_advisory_xact_lock_shared"} {
+		ret := tBool
+		if !strings.Contains(name, "try") && !strings.Contains(name, "unlock") {
+			ret = pgtypes.OIDVoid
+		}
+		add(name, anyArgs(1, 2, ret, func(*evalCtx, []any, []uint32) (any, error) {
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "advisory locks are not supported by cellar")
+		}))
+	}
 	add("pg_client_encoding", constFn(tName, "UTF8"))
 	add("pg_encoding_to_char", &builtin{args: []uint32{tInt4}, ret: tName, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
 		switch a[0].(int64) {
