@@ -167,8 +167,39 @@ func (x *exprs) compile(n *pg.Node, want uint32) (*pgeval.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.merge(e.Params())
+	x.mergeUsed(e.Params(), n)
 	return e, nil
+}
+
+// mergeUsed merges the types of the parameters n refers to. An
+// expression's Params has every parameter it was given, those it did not
+// use defaulted to text, which must not fix theirs: a client that sends
+// 0 for each parameter's type (psqlODBC) got text for every value after
+// the first.
+func (x *exprs) mergeUsed(ps []uint32, n *pg.Node) {
+	if p := n.GetParamRef(); p != nil {
+		if i := int(p.Number) - 1; i >= 0 && i < len(ps) {
+			x.mergeAt(i, ps[i])
+		}
+		return
+	}
+	walk(n, func(m protoMessage) bool {
+		if p, ok := m.(*pg.ParamRef); ok {
+			if i := int(p.Number) - 1; i >= 0 && i < len(ps) {
+				x.mergeAt(i, ps[i])
+			}
+		}
+		return true
+	})
+}
+
+func (x *exprs) mergeAt(i int, oid uint32) {
+	for len(x.params) <= i {
+		x.params = append(x.params, 0)
+	}
+	if x.params[i] == 0 {
+		x.params[i] = oid
+	}
 }
 
 // compileFor compiles a value for a column, with PostgreSQL's assignment
@@ -221,17 +252,6 @@ func assignable(from, to uint32) bool {
 		return true // I/O conversion to a string type
 	}
 	return kind(from) == kind(to)
-}
-
-func (x *exprs) merge(ps []uint32) {
-	for i, oid := range ps {
-		for len(x.params) <= i {
-			x.params = append(x.params, 0)
-		}
-		if x.params[i] == 0 {
-			x.params[i] = oid
-		}
-	}
 }
 
 // final returns the statement's parameter types (unknown ones as text).
@@ -609,10 +629,17 @@ func (s *Session) compileInsert(ctx context.Context, p piece, ins *pg.InsertStmt
 			values = append(values, row)
 		}
 	default:
+		// A bare parameter in the query's select list takes its column's
+		// type, as in PostgreSQL.
+		for k, n := range sel.TargetList {
+			if p := n.GetResTarget().GetVal().GetParamRef(); p != nil && k < len(cols) && cols[k] >= 0 && p.Number >= 1 && p.Number <= 65535 {
+				x.mergeAt(int(p.Number)-1, t.codec.cols[cols[k]].OID())
+			}
+		}
 		if query, err = s.prepareQuery(ctx, ins.SelectStmt, x.params); err != nil {
 			return nil, err
 		}
-		x.merge(query.plan.Params())
+		x.mergeUsed(query.plan.Params(), ins.SelectStmt)
 		if len(query.plan.Columns()) != len(cols) {
 			return nil, sqlstate.Errorf(sqlstate.CodeSyntaxError, "INSERT has %d target columns but the query gives %d", len(cols), len(query.plan.Columns()))
 		}

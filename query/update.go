@@ -29,7 +29,9 @@ func (s *Session) candidates(ctx context.Context, t *target, where *pg.Node, x *
 	if err != nil {
 		return nil, err
 	}
-	x.merge(q.plan.Params())
+	if where != nil {
+		x.mergeUsed(q.plan.Params(), where)
+	}
 	return q, nil
 }
 
