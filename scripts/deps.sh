@@ -20,10 +20,13 @@ fi
 need=()
 # gcc builds pg_query_go (cgo). The gateway's tests run real clients:
 # psql and pgbench (postgresql-15 carries pgbench), psycopg 2 and 3,
-# SQLAlchemy 1.4 (its inspector), pgjdbc with a JDK, and node-postgres
+# SQLAlchemy 1.4 (its inspector), asyncpg, psqlODBC under unixODBC (driven
+# by pyodbc; the client names the driver's library by its path, so no
+# odbcinst.ini entry is needed), pgjdbc with a JDK, and node-postgres
 # (npm, below). chromium renders the status pages headless in their
 # screenshot test.
 pkgs=(make git gcc libc6-dev postgresql-client postgresql-15 python3-psycopg2 python3-psycopg python3-sqlalchemy
+	python3-asyncpg odbc-postgresql unixodbc python3-pyodbc
 	libpostgresql-jdbc-java default-jdk-headless chromium)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

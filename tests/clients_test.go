@@ -10,9 +10,10 @@ import (
 )
 
 // TestRealClients runs the drivers users run against the demo's gateway:
-// psycopg2, psycopg 3, pgjdbc, node-postgres with pg-cursor, and pgbench
-// in each protocol mode, and SQLAlchemy's inspector. scripts/deps.sh
-// installs them (Debian packages and npm). Each client checks its answers itself and prints "ok".
+// psycopg2, psycopg 3, asyncpg, psqlODBC (through pyodbc), pgjdbc,
+// node-postgres with pg-cursor, and pgbench in each protocol mode, and
+// SQLAlchemy's inspector. scripts/deps.sh installs them (Debian packages
+// and npm). Each client checks its answers itself and prints "ok".
 func TestRealClients(t *testing.T) {
 	bin := buildCellar(t)
 	d := startDemo(t, bin, t.TempDir())
@@ -31,6 +32,8 @@ func TestRealClients(t *testing.T) {
 		{"psycopg3", []string{"/usr/bin/python3", filepath.Join(dir, "psycopg3_client.py"), d.pg}},
 		{"pgjdbc", []string{"java", "-cp", "/usr/share/java/postgresql.jar", filepath.Join(dir, "JdbcClient.java"), jdbc}},
 		{"sqlalchemy", []string{"/usr/bin/python3", filepath.Join(dir, "sqlalchemy_client.py"), d.pg}},
+		{"asyncpg", []string{"/usr/bin/python3", filepath.Join(dir, "asyncpg_client.py"), d.pg}},
+		{"psqlodbc", []string{"/usr/bin/python3", filepath.Join(dir, "odbc_client.py"), d.pg}},
 		{"node-postgres", []string{"node", filepath.Join(dir, "node", "client.js"), d.pg}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
