@@ -62,8 +62,6 @@ func appendBinary(b []byte, oid uint32, v any) []byte {
 		case pgtypes.OIDInt4, pgeval.OIDOid, pgeval.OIDXid, pgeval.OIDRegclass, pgeval.OIDRegtype, pgeval.OIDRegproc,
 			pgeval.OIDRegnamespace, pgeval.OIDRegrole:
 			return binary.BigEndian.AppendUint32(b, uint32(x))
-		case pgeval.OIDInterval:
-			return appendInterval(b, x)
 		case pgtypes.OIDInt8:
 			return binary.BigEndian.AppendUint64(b, uint64(x))
 		case pgtypes.OIDFloat4:
@@ -105,6 +103,10 @@ func appendBinary(b []byte, oid uint32, v any) []byte {
 		}
 	case [16]byte:
 		return append(b, x[:]...)
+	case pgtypes.Interval:
+		if !isTextual(oid) {
+			return appendInterval(b, x)
+		}
 	case pgtypes.Numeric:
 		if oid == pgtypes.OIDNumeric || !isTextual(oid) {
 			n, _ := encodeNumeric(string(x))
@@ -213,14 +215,11 @@ func appendArray(b []byte, a pgeval.Array) []byte {
 }
 
 // appendInterval writes interval_send's format: microseconds, days,
-// months. cellar's intervals are microseconds; whole days go in days, as
-// the text form shows them.
-func appendInterval(b []byte, us int64) []byte {
-	days := us / 86400e6
-	us -= days * 86400e6
-	b = binary.BigEndian.AppendUint64(b, uint64(us))
-	b = binary.BigEndian.AppendUint32(b, uint32(int32(days)))
-	return binary.BigEndian.AppendUint32(b, 0)
+// months.
+func appendInterval(b []byte, iv pgtypes.Interval) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(iv.Micros))
+	b = binary.BigEndian.AppendUint32(b, uint32(iv.Days))
+	return binary.BigEndian.AppendUint32(b, uint32(iv.Months))
 }
 
 // timestampMicros is microseconds since 2000-01-01 UTC, without
@@ -336,6 +335,15 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 		return pgEpoch.AddDate(0, 0, int(days)).Add(time.Duration(us) * time.Microsecond), nil
 	case pgtypes.OIDNumeric:
 		return decodeNumeric(b)
+	case pgtypes.OIDInterval:
+		if err := size(16); err != nil {
+			return nil, err
+		}
+		return pgtypes.Interval{
+			Micros: int64(binary.BigEndian.Uint64(b)),
+			Days:   int32(binary.BigEndian.Uint32(b[8:])),
+			Months: int32(binary.BigEndian.Uint32(b[12:])),
+		}, nil
 	}
 	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "binary format of type %s is not supported", pgtypes.TypeName(oid))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -118,7 +119,7 @@ func TestEncodeBinaryNeverRefuses(t *testing.T) {
 		{pgeval.OIDRecord, pgeval.Record{Cols: []pgtypes.Column{{Name: "a", OID: pgtypes.OIDInt4}}, Vals: []any{int64(7)}}},
 		{pgeval.OIDRegproc, pgeval.Reg{OID: 1242, Name: "boolin"}},
 		{pgeval.OIDXid, int64(5)},
-		{pgeval.OIDInterval, int64(-90061000001)},
+		{pgeval.OIDInterval, pgtypes.Interval{Months: -1, Days: 2, Micros: -90061000001}},
 		{pgtypes.OIDTimestamptz, time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{pgtypes.OIDDate, time.Date(-100, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{pgtypes.OIDNumeric, int64(12)},
@@ -137,9 +138,19 @@ func TestEncodeBinaryNeverRefuses(t *testing.T) {
 	if got := int64(binary.BigEndian.Uint64(b)); got != -730119*86400e6 {
 		t.Errorf("0001-01-01: %d", got)
 	}
-	b, _ = encodeBinary(pgeval.OIDInterval, int64(-90061000001))
-	if fmt.Sprintf("%x", b) != "ffffffff25c992bf"+"ffffffff"+"00000000" {
+	b, _ = encodeBinary(pgeval.OIDInterval, pgtypes.Interval{Months: -1, Days: 2, Micros: -90061000001})
+	if fmt.Sprintf("%x", b) != "ffffffeb07f232bf"+"00000002"+"ffffffff" {
 		t.Errorf("interval: %x", b)
+	}
+	// interval_recv reads what interval_send writes.
+	for _, iv := range []pgtypes.Interval{{}, {Months: 14, Days: -3, Micros: 4*3600e6 + 1}, {Months: math.MinInt32, Days: math.MaxInt32, Micros: math.MinInt64}} {
+		b, _ := encodeBinary(pgeval.OIDInterval, iv)
+		if back, err := decodeBinary(pgeval.OIDInterval, b); err != nil || back != iv {
+			t.Errorf("interval %+v: %x read back as %+v, %v", iv, b, back, err)
+		}
+	}
+	if _, err := decodeBinary(pgeval.OIDInterval, make([]byte, 12)); err == nil {
+		t.Errorf("a 12-byte interval was accepted")
 	}
 }
 

@@ -269,6 +269,14 @@ func (a *acc) step(args []any) error {
 			}
 		case float64:
 			a.fsum += x
+		case pgtypes.Interval:
+			// interval_accum: interval_pl, which fails on overflow.
+			sum, _ := a.val.(pgtypes.Interval)
+			next, err := sum.Add(x)
+			if err != nil {
+				return err
+			}
+			a.val = next
 		case pgtypes.Numeric:
 			if x == "NaN" {
 				a.val = x
@@ -285,7 +293,9 @@ func (a *acc) step(args []any) error {
 	case "min", "max":
 		if a.val == nil {
 			a.val = v
-		} else if c := compareValues(v, a.val); (s.name == "min" && c < 0) || (s.name == "max" && c > 0) {
+		} else if c := compareValues(v, a.val); (s.name == "min" && c <= 0) || (s.name == "max" && c >= 0) {
+			// PostgreSQL's smaller and larger functions return the new
+			// value on a tie (interval '30 days' after '1 month').
 			a.val = v
 		}
 	case "bool_and", "every":
@@ -329,6 +339,13 @@ func (a *acc) result() (any, error) {
 		if a.val == pgtypes.Numeric("NaN") {
 			return a.val, nil
 		}
+		if iv, ok := a.val.(pgtypes.Interval); ok {
+			if s.name == "sum" {
+				return iv, nil
+			}
+			// interval_avg: interval_div by the count.
+			return scaleInterval(iv, float64(a.n), true)
+		}
 		var total any
 		switch {
 		case isFloat(s.oid) && s.name == "sum", s.oid == pgtypes.OIDFloat8 && s.name == "avg":
@@ -359,13 +376,7 @@ func (a *acc) result() (any, error) {
 					return nil, rangeError(pgtypes.OIDInt8)
 				}
 			}
-			if s.oid == OIDInterval {
-				return a.isum, nil
-			}
 			return total, nil
-		}
-		if s.oid == OIDInterval {
-			return a.isum / a.n, nil
 		}
 		if i, ok := total.(int64); ok {
 			total = pgtypes.Numeric(big.NewInt(i).String())

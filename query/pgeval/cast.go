@@ -33,6 +33,8 @@ func canCast(from, to uint32) bool {
 		return true
 	case isTime(from) && isTime(to):
 		return true
+	case from == OIDTime && to == OIDInterval, from == OIDInterval && to == OIDTime:
+		return true
 	case (from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB) && (to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB):
 		return true
 	case isArray(from) && isArray(to):
@@ -59,7 +61,7 @@ func implicitCast(from, to uint32) bool {
 	case isInt(from) && isOIDLike(to), isOIDLike(from) && isOIDLike(to):
 		return true
 	case from == pgtypes.OIDDate && (to == pgtypes.OIDTimestamp || to == pgtypes.OIDTimestamptz),
-		from == pgtypes.OIDTimestamp && to == pgtypes.OIDTimestamptz:
+		from == pgtypes.OIDTimestamp && to == pgtypes.OIDTimestamptz, from == OIDTime && to == OIDInterval:
 		return true
 	case isArray(from) && isArray(to):
 		return implicitCast(elemOf[from], elemOf[to])
@@ -146,6 +148,10 @@ func castValue(v any, from, to uint32, ec *evalCtx) (any, error) {
 		return v.(int64) != 0, nil
 	case isTime(from) && isTime(to):
 		return castTime(v.(time.Time), from, to, styleOf(ec).Location()), nil
+	case from == OIDTime && to == OIDInterval:
+		return pgtypes.Interval{Micros: timeOfDay(v.(time.Time))}, nil
+	case from == OIDInterval && to == OIDTime:
+		return intervalToTime(v.(pgtypes.Interval)), nil
 	case (from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB) && (to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB):
 		return v, nil
 	case isArray(from) && isArray(to):
@@ -327,7 +333,7 @@ func castText(s string, to uint32, ec *evalCtx) (any, error) {
 		}
 		return a, nil
 	case OIDInterval:
-		return parseInterval(s)
+		return pgtypes.ParseInterval(s, styleOf(ec), -1)
 	case pgtypes.OIDBytea:
 		if strings.HasPrefix(s, `\x`) {
 			break
@@ -387,152 +393,6 @@ func castText(s string, to uint32, ec *evalCtx) (any, error) {
 	return v, nil
 }
 
-// intervalUnits are interval input's unit words, in microseconds
-// (months count as 30 days, years as 365.25, as in PostgreSQL's epoch).
-var intervalUnits = map[string]float64{
-	"microsecond": 1, "microseconds": 1, "usec": 1, "usecs": 1, "us": 1,
-	"millisecond": 1e3, "milliseconds": 1e3, "msec": 1e3, "msecs": 1e3, "ms": 1e3,
-	"second": 1e6, "seconds": 1e6, "sec": 1e6, "secs": 1e6, "s": 1e6,
-	"minute": 60e6, "minutes": 60e6, "min": 60e6, "mins": 60e6, "m": 60e6,
-	"hour": 3600e6, "hours": 3600e6, "hr": 3600e6, "hrs": 3600e6, "h": 3600e6,
-	"day": 86400e6, "days": 86400e6, "d": 86400e6,
-	"week": 7 * 86400e6, "weeks": 7 * 86400e6, "w": 7 * 86400e6,
-	"month": 30 * 86400e6, "months": 30 * 86400e6, "mon": 30 * 86400e6, "mons": 30 * 86400e6,
-	"year": 365.25 * 86400e6, "years": 365.25 * 86400e6, "yr": 365.25 * 86400e6, "yrs": 365.25 * 86400e6, "y": 365.25 * 86400e6,
-	"decade": 3652.5 * 86400e6, "decades": 3652.5 * 86400e6, "century": 36525 * 86400e6, "centuries": 36525 * 86400e6,
-	"millennium": 365250 * 86400e6, "millennia": 365250 * 86400e6, "millenniums": 365250 * 86400e6,
-}
-
-// parseInterval reads interval input into microseconds: "N unit [N
-// unit ...]" (with postgres_verbose's "@" and "ago"), "[-]HH:MM[:SS]",
-// sql_standard's "D HH:MM:SS" and ISO 8601's "P1DT2H".
-func parseInterval(s string) (any, error) {
-	bad := sqlstate.Errorf(codeInvalidDatetimeFormat, "invalid input syntax for type interval: \"%s\"", s)
-	t := strings.ToLower(strings.TrimSpace(s))
-	if strings.HasPrefix(t, "p") {
-		return parseISOInterval(t, bad)
-	}
-	t = strings.TrimPrefix(t, "@")
-	f := strings.Fields(t)
-	ago := false
-	if len(f) > 0 && f[len(f)-1] == "ago" {
-		ago, f = true, f[:len(f)-1]
-	}
-	if len(f) == 0 {
-		return nil, bad
-	}
-	var us float64
-	clock := func(field string) bool {
-		sign := 1.0
-		if rest, ok := strings.CutPrefix(field, "-"); ok {
-			field, sign = rest, -1
-		} else {
-			field = strings.TrimPrefix(field, "+")
-		}
-		p := strings.Split(field, ":")
-		if len(p) > 3 {
-			return false
-		}
-		mult := []float64{3600e6, 60e6, 1e6}
-		for j, x := range p {
-			n, err := strconv.ParseFloat(x, 64)
-			if err != nil || n < 0 || x == "" || j < len(p)-1 && strings.Contains(x, ".") {
-				return false
-			}
-			us += sign * n * mult[j]
-		}
-		return true
-	}
-	for i := 0; i < len(f); i++ {
-		if strings.Contains(f[i], ":") {
-			if !clock(f[i]) {
-				return nil, bad
-			}
-			continue
-		}
-		num, unit := f[i], ""
-		// A unit may follow the number without a space: 10min, 1d.
-		if j := strings.IndexFunc(num, func(r rune) bool { return r >= 'a' && r <= 'z' }); j > 0 {
-			num, unit = num[:j], num[j:]
-		}
-		n, err := strconv.ParseFloat(num, 64)
-		if err != nil {
-			return nil, bad
-		}
-		if unit == "" {
-			switch {
-			case i+1 < len(f) && strings.Contains(f[i+1], ":"):
-				unit = "day" // sql_standard: D HH:MM:SS
-			case i+1 < len(f):
-				i++
-				unit = f[i]
-			default:
-				unit = "second"
-			}
-		}
-		m, ok := intervalUnits[unit]
-		if !ok {
-			return nil, bad
-		}
-		us += n * m
-	}
-	if ago {
-		us = -us
-	}
-	return int64(math.Round(us)), nil
-}
-
-// parseISOInterval reads ISO 8601's format with designators:
-// P1Y2M3DT4H5M6.5S, P1W.
-func parseISOInterval(t string, bad error) (any, error) {
-	var us float64
-	timePart := false
-	rest := t[1:]
-	if rest == "" {
-		return nil, bad
-	}
-	for rest != "" {
-		if rest[0] == 't' {
-			timePart = true
-			rest = rest[1:]
-			continue
-		}
-		j := 0
-		for j < len(rest) && (rest[j] == '-' || rest[j] == '+' || rest[j] == '.' || rest[j] >= '0' && rest[j] <= '9') {
-			j++
-		}
-		if j == 0 || j == len(rest) {
-			return nil, bad
-		}
-		n, err := strconv.ParseFloat(rest[:j], 64)
-		if err != nil {
-			return nil, bad
-		}
-		var m float64
-		switch d := rest[j]; {
-		case d == 'y' && !timePart:
-			m = intervalUnits["year"]
-		case d == 'm' && !timePart:
-			m = intervalUnits["month"]
-		case d == 'w' && !timePart:
-			m = intervalUnits["week"]
-		case d == 'd' && !timePart:
-			m = intervalUnits["day"]
-		case d == 'h' && timePart:
-			m = intervalUnits["hour"]
-		case d == 'm' && timePart:
-			m = intervalUnits["minute"]
-		case d == 's' && timePart:
-			m = intervalUnits["second"]
-		default:
-			return nil, bad
-		}
-		us += n * m
-		rest = rest[j+1:]
-	}
-	return int64(math.Round(us)), nil
-}
-
 // styleOf is the statement's DateStyle, TimeZone and IntervalStyle.
 func styleOf(ec *evalCtx) pgtypes.Style {
 	if ec == nil || ec.env == nil || ec.env.Setting == nil {
@@ -560,7 +420,7 @@ func castTime(t time.Time, from, to uint32, loc *time.Location) time.Time {
 		if to == pgtypes.OIDTimestamptz && from == pgtypes.OIDDate {
 			u = time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)
 		}
-		return time.Date(u.Year(), u.Month(), u.Day(), u.Hour(), u.Minute(), u.Second(), u.Nanosecond(), loc).UTC()
+		return pgtypes.LocalTime(u.Year(), u.Month(), u.Day(), u.Hour(), u.Minute(), u.Second(), u.Nanosecond(), loc).UTC()
 	}
 	if to == pgtypes.OIDDate {
 		t = t.UTC()

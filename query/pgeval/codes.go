@@ -4,6 +4,7 @@ package pgeval
 // name yet.
 const (
 	codeInvalidDatetimeFormat  = "22007"
+	codeDatetimeOverflow       = "22008"
 	codeOutOfMemory            = "53200"
 	codeGroupingError          = "42803"
 	codeCardinalityViolation   = "21000"

@@ -864,6 +864,10 @@ func rowKey(vals []any, idx []int) string {
 			b.WriteString("n" + strconv.FormatUint(uint64(x.OID), 10))
 		case Array:
 			b.WriteString("a" + FormatText(arrayOf[x.Elem], x))
+		case pgtypes.Interval:
+			// Equal spans group together, as interval_hash makes them.
+			d, us := x.Span()
+			b.WriteString("i" + strconv.FormatInt(d, 10) + ":" + strconv.FormatInt(us, 10))
 		default:
 			fmt.Fprintf(&b, "%T%v", v, v)
 		}

@@ -647,6 +647,16 @@ func (c *compiler) typeOID(t *pg.TypeName) (uint32, int64, error) {
 	}
 	switch {
 	case len(mods) == 0:
+	case oid == OIDInterval:
+		precision := pgtypes.IntervalFullPrecision
+		if len(mods) > 1 {
+			precision = int(mods[1])
+		}
+		tm, err := pgtypes.IntervalTypmod(int(mods[0]), precision)
+		if err != nil {
+			return 0, -1, errAt(t.Location, sqlstate.CodeInvalidParameterValue, "%s", err.(*sqlstate.Error).Message)
+		}
+		typmod = int64(tm)
 	case oid == pgtypes.OIDVarchar || oid == OIDBpchar:
 		typmod = mods[0] + 4
 	case oid == pgtypes.OIDNumeric:
@@ -688,11 +698,27 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.convert(in, to, tc.Location, true)
-	if err != nil {
-		return nil, err
+	var out *Expr
+	if s, ok := in.val.(string); ok && in.isConst && in.oid == pgtypes.OIDUnknown && to == OIDInterval && typmod >= 0 {
+		// A literal is read with the qualifier (interval '1' day is a
+		// day), as interval_in reads it with the typmod.
+		ec := &evalCtx{ctx: c.ctx, env: c.env}
+		v, err := pgtypes.ParseInterval(s, styleOf(ec), int32(typmod))
+		if err != nil {
+			if se, ok := err.(*sqlstate.Error); ok && se.Position == 0 {
+				cp := *se
+				cp.Position = in.pos
+				return nil, &cp
+			}
+			return nil, err
+		}
+		out = constExpr(to, in.name, v)
+	} else {
+		if out, err = c.convert(in, to, tc.Location, true); err != nil {
+			return nil, err
+		}
+		out = c.applyTypmod(out, to, typmod)
 	}
-	out = c.applyTypmod(out, to, typmod)
 	// A cast of a literal is named after the type; a cast of anything
 	// else keeps the inner expression's name.
 	name := in.name
@@ -710,7 +736,8 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 	return &ne, nil
 }
 
-// applyTypmod enforces varchar(n)/char(n) lengths and numeric scale.
+// applyTypmod enforces varchar(n)/char(n) lengths, numeric scale and
+// interval fields and precision.
 func (c *compiler) applyTypmod(e *Expr, to uint32, typmod int64) *Expr {
 	if typmod < 0 {
 		return e
@@ -736,6 +763,15 @@ func (c *compiler) applyTypmod(e *Expr, to uint32, typmod int64) *Expr {
 			v, err := in.eval(ec, row)
 			if n, ok := v.(pgtypes.Numeric); ok && err == nil {
 				return NumericTypmod(n, precision, scale)
+			}
+			return v, err
+		}}
+	case OIDInterval:
+		in := e
+		return &Expr{oid: to, name: e.name, desc: e.desc, eval: func(ec *evalCtx, row []any) (any, error) {
+			v, err := in.eval(ec, row)
+			if iv, ok := v.(pgtypes.Interval); ok && err == nil {
+				return pgtypes.AdjustInterval(iv, int32(typmod))
 			}
 			return v, err
 		}}
@@ -927,7 +963,7 @@ func (c *compiler) sqlValueFunction(f *pg.SQLValueFunction) (*Expr, error) {
 		return &Expr{oid: pgtypes.OIDTimestamp, name: "localtimestamp", desc: "LOCALTIMESTAMP", eval: func(ec *evalCtx, _ []any) (any, error) { return ec.env.Now.UTC(), nil }}, nil
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
 		return &Expr{oid: pgtypes.OIDDate, name: "current_date", desc: "CURRENT_DATE", eval: func(ec *evalCtx, _ []any) (any, error) {
-			return truncDay(ec.env.Now.UTC()), nil
+			return currentDate(ec), nil
 		}}, nil
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME, pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N, pg.SQLValueFunctionOp_SVFOP_LOCALTIME, pg.SQLValueFunctionOp_SVFOP_LOCALTIME_N:
 		return &Expr{oid: OIDTime, name: strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(f.Op.String(), "SVFOP_"), "_N")), desc: "CURRENT_TIME", eval: func(ec *evalCtx, _ []any) (any, error) { return ec.env.Now.UTC(), nil }}, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,11 @@ type builtin struct {
 	args     []uint32 // parameter types; with variadic, the last repeats
 	min      int      // fewest arguments (default: len(args))
 	variadic bool
+	// names are the parameters' names, for calls in named notation
+	// (make_interval(days => 1)); defaults are the values of parameters
+	// from min on that a named call leaves out.
+	names    []string
+	defaults []any
 	// ret is the result type; retf, if set, computes it from the
 	// (coerced) argument types.
 	ret  uint32
@@ -67,6 +73,8 @@ var (
 	tF8   = pgtypes.OIDFloat8
 	tNum  = pgtypes.OIDNumeric
 	tTS   = pgtypes.OIDTimestamptz
+	tTSo  = pgtypes.OIDTimestamp
+	tIv   = OIDInterval
 )
 
 func str(v any) string {
@@ -632,7 +640,16 @@ func buildFuncs() map[string][]*builtin {
 			return out, nil
 		}}
 	}
-	add("generate_series", genSeries(tInt4), genSeries(tInt8), genSeries(tNum))
+	tsSeries := func(t uint32) *builtin {
+		return &builtin{args: []uint32{t, t, tIv}, cols: oneCol("generate_series", t), srf: func(ec *evalCtx, a []any, _ []uint32) ([][]any, error) {
+			var loc *time.Location
+			if t == tTS {
+				loc = styleOf(ec).Location()
+			}
+			return timestampSeries(ec, a[0].(time.Time), a[1].(time.Time), a[2].(pgtypes.Interval), loc)
+		}}
+	}
+	add("generate_series", genSeries(tInt4), genSeries(tInt8), genSeries(tNum), tsSeries(tTS), tsSeries(tTSo))
 
 	// Numbers.
 	numFn := func(f func(x any, t uint32) (any, error)) *builtin {
@@ -729,7 +746,10 @@ func buildFuncs() map[string][]*builtin {
 		n := ec.env.Now.In(styleOf(ec).Location())
 		return n.Format("Mon Jan 02 15:04:05.000000 2006 ") + zoneAbbrev(n), nil
 	}})
-	add("date_trunc", &builtin{args: []uint32{tText, tTS}, ret: tTS, fn: dateTrunc}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: pgtypes.OIDTimestamp, fn: dateTrunc})
+	add("date_trunc", &builtin{args: []uint32{tText, tTS}, ret: tTS, fn: dateTrunc}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: pgtypes.OIDTimestamp, fn: dateTrunc},
+		&builtin{args: []uint32{tText, tIv}, ret: tIv, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+			return truncInterval(str(a[0]), a[1].(pgtypes.Interval))
+		}})
 	// Fields of a timestamptz are those of its time in the session's zone.
 	datePart := func(ec *evalCtx, a []any, t []uint32) (float64, error) {
 		x := a[1].(time.Time)
@@ -739,28 +759,85 @@ func buildFuncs() map[string][]*builtin {
 		return extractField(str(a[0]), x.UTC(), t[1] == tTS)
 	}
 	datePartF8 := func(ec *evalCtx, a []any, t []uint32) (any, error) { return datePart(ec, a, t) }
-	add("date_part", &builtin{args: []uint32{tText, tTS}, ret: tF8, fn: datePartF8}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: tF8, fn: datePartF8})
+	// date_part(text, date) is date_part of the date as a timestamp.
+	add("date_part", &builtin{args: []uint32{tText, pgtypes.OIDDate}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+		return extractField(str(a[0]), a[1].(time.Time).UTC(), false)
+	}},
+		&builtin{args: []uint32{tText, tTS}, ret: tF8, fn: datePartF8}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: tF8, fn: datePartF8},
+		&builtin{args: []uint32{tText, tIv}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+			return intervalPart(str(a[0]), a[1].(pgtypes.Interval), false)
+		}})
+	// extract is exact: seconds with six decimals, milliseconds with
+	// three, as PostgreSQL's numeric result has them.
 	extractNum := func(ec *evalCtx, a []any, t []uint32) (any, error) {
+		x := a[1].(time.Time)
+		if pgtypes.IsInfinite(x) == 0 {
+			local := x.UTC()
+			if t[1] == tTS {
+				local = x.In(styleOf(ec).Location())
+			}
+			us := int64(local.Second())*pgtypes.USecsPerSec + int64(local.Nanosecond()/1000)
+			switch strings.ToLower(str(a[0])) {
+			case "second":
+				return scaledNumeric(us, 6), nil
+			case "milliseconds":
+				return scaledNumeric(us, 3), nil
+			case "epoch":
+				return scaledNumeric(x.UTC().UnixMicro(), 6), nil
+			}
+		}
 		f, err := datePart(ec, a, t)
 		if err != nil {
 			return nil, err
 		}
 		return numCast(f, tNum)
 	}
-	add("extract", &builtin{args: []uint32{tText, tTS}, ret: tNum, fn: extractNum}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: tNum, fn: extractNum})
-	add("age", &builtin{args: []uint32{tTS, tTS}, min: 1, ret: OIDInterval, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
-		from := truncDay(ec.env.Now.UTC())
-		to := a[0].(time.Time)
-		if len(a) > 1 {
-			from, to = a[0].(time.Time), a[1].(time.Time)
+	// extract from a date has no time fields.
+	extractDate := func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+		switch f := strings.ToLower(str(a[0])); f {
+		case "hour", "minute", "second", "milliseconds", "microseconds", "timezone", "timezone_hour", "timezone_minute":
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "unit \"%s\" not supported for type date", f)
 		}
-		return int64(from.Sub(to) / time.Microsecond), nil
-	}})
+		v, err := extractField(str(a[0]), a[1].(time.Time).UTC(), false)
+		if err != nil {
+			return nil, err
+		}
+		return numCast(v, tNum)
+	}
+	add("extract", &builtin{args: []uint32{tText, pgtypes.OIDDate}, ret: tNum, fn: extractDate},
+		&builtin{args: []uint32{tText, tTS}, ret: tNum, fn: extractNum}, &builtin{args: []uint32{tText, pgtypes.OIDTimestamp}, ret: tNum, fn: extractNum},
+		&builtin{args: []uint32{tText, tIv}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+			return intervalPart(str(a[0]), a[1].(pgtypes.Interval), true)
+		}})
+	// age(x) is age(current_date, x), current_date at midnight as x's
+	// type.
+	ageFn := func(withZone bool) func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+		return func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+			var loc *time.Location
+			if withZone {
+				loc = styleOf(ec).Location()
+			}
+			if len(a) == 1 {
+				today := currentDate(ec)
+				from := today
+				if withZone {
+					from = castTime(today, pgtypes.OIDDate, tTS, loc)
+				}
+				return age(from, a[0].(time.Time), loc)
+			}
+			return age(a[0].(time.Time), a[1].(time.Time), loc)
+		}
+	}
+	add("age", &builtin{args: []uint32{tTS, tTS}, ret: tIv, fn: ageFn(true)}, &builtin{args: []uint32{tTSo, tTSo}, ret: tIv, fn: ageFn(false)},
+		&builtin{args: []uint32{tTS}, ret: tIv, fn: ageFn(true)}, &builtin{args: []uint32{tTSo}, ret: tIv, fn: ageFn(false)})
 	add("to_char", &builtin{args: []uint32{tTS, tText}, ret: tText, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
 		return toChar(a[0].(time.Time).In(styleOf(ec).Location()), str(a[1])), nil
 	}},
 		&builtin{args: []uint32{pgtypes.OIDTimestamp, tText}, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
 			return toChar(a[0].(time.Time).UTC(), str(a[1])), nil
+		}},
+		&builtin{args: []uint32{tIv, tText}, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+			return intervalToChar(a[0].(pgtypes.Interval), str(a[1]))
 		}},
 		&builtin{args: []uint32{tNum, tText}, ret: tText, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) { return textOf(t[0], a[0]), nil }})
 	add("to_timestamp", &builtin{args: []uint32{tF8}, ret: tTS, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
@@ -818,6 +895,7 @@ func buildFuncs() map[string][]*builtin {
 	add("json_typeof", &builtin{args: []uint32{pgtypes.OIDJSON}, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return jsonTypeof(str(a[0])), nil }})
 	add("jsonb_typeof", &builtin{args: []uint32{pgtypes.OIDJSONB}, ret: tText, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return jsonTypeof(str(a[0])), nil }})
 
+	addIntervalFuncs(add)
 	addSystemFuncs(add)
 	return m
 }
@@ -1122,7 +1200,7 @@ func toJSONStyle(oid uint32, v any, st pgtypes.Style) string {
 		}
 		return "false"
 	case int64:
-		if isOIDLike(oid) || oid == OIDInterval {
+		if isOIDLike(oid) {
 			return pgtypes.JSONQuote(FormatTextStyle(oid, v, st))
 		}
 		return strconv.FormatInt(x, 10)
@@ -1209,15 +1287,19 @@ func (c *compiler) funcCallSRF(f *pg.FuncCall, sc *scope, inFrom bool) (*Expr, e
 	if f.AggStar || f.AggDistinct || len(f.AggOrder) > 0 || f.AggFilter != nil {
 		return nil, errAt(f.Location, codeWrongObjectType, "%s is not an aggregate function", name)
 	}
-	args, err := c.exprs(f.Args, sc)
+	args, argNames, err := c.namedArgs(f.Args, sc)
 	if err != nil {
 		return nil, err
 	}
-	switch name {
-	case "pg_sleep":
+	var e *Expr
+	switch {
+	case name == "pg_sleep":
 		return c.pgSleep(args, f.Location)
+	case slices.ContainsFunc(argNames, func(n string) bool { return n != "" }):
+		e, err = c.resolveNamedCall(name, args, argNames, f.Location)
+	default:
+		e, err = c.resolveCall(name, args, f.Location)
 	}
-	e, err := c.resolveCall(name, args, f.Location)
 	if err != nil {
 		return nil, err
 	}
@@ -1263,6 +1345,35 @@ func (c *compiler) resolveCall(name string, args []*Expr, loc int32) (*Expr, err
 		}
 	}
 	return nil, noFunction(name, args, loc)
+}
+
+// resolveNamedCall is resolveCall for a call with named arguments: only
+// functions with parameter names take them.
+func (c *compiler) resolveNamedCall(name string, args []*Expr, names []string, loc int32) (*Expr, error) {
+	for pass := 0; pass < 2; pass++ {
+		for _, b := range funcs[name] {
+			placed, ok := placeNamed(b, args, names)
+			if !ok {
+				continue
+			}
+			coerced, types, ok := c.fitArgs(b, placed, pass == 0, loc)
+			if !ok {
+				continue
+			}
+			return c.compileBuiltin(name, b, coerced, types), nil
+		}
+	}
+	var ts []string
+	for i, a := range args {
+		t := typeName(a.oid)
+		if names[i] != "" {
+			t = names[i] + " => " + t
+		}
+		ts = append(ts, t)
+	}
+	e := errAt(loc, sqlstate.CodeUndefinedFunction, "function %s(%s) does not exist", name, strings.Join(ts, ", "))
+	e.(*sqlstate.Error).Hint = "No function matches the given name and argument types. You might need to add explicit type casts."
+	return nil, e
 }
 
 func (c *compiler) fitArgs(b *builtin, args []*Expr, exact bool, loc int32) ([]*Expr, []uint32, bool) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/cellardb/cellar/query/pgtypes"
@@ -199,6 +200,23 @@ func testEnv(cat Catalog) *Env {
 	}
 }
 
+// setSettings is the datadriven "set" command: each key=value argument
+// becomes a session setting for the rest of the file (set
+// timezone=America/New_York intervalstyle=sql_standard).
+func setSettings(env *Env, d *datadriven.TestData) {
+	over := map[string]string{}
+	for _, a := range d.CmdArgs {
+		over[strings.ToLower(a.Key)] = strings.Join(a.Vals, ",")
+	}
+	base := env.Setting
+	env.Setting = func(n string) (string, bool) {
+		if v, ok := over[strings.ToLower(n)]; ok {
+			return v, true
+		}
+		return base(n)
+	}
+}
+
 func parseOne(t testing.TB, sql string) *pg.Node {
 	res, err := pg.Parse(sql)
 	if err != nil {
@@ -284,7 +302,7 @@ func runQuery(env *Env, sql string, args []string, explain int) string {
 				vals = append(vals, "NULL")
 				continue
 			}
-			vals = append(vals, FormatText(p.Columns()[i].OID, v))
+			vals = append(vals, FormatTextStyle(p.Columns()[i].OID, v, pgtypes.StyleFrom(env.Setting)))
 		}
 		b.WriteString(strings.Join(vals, " | ") + "\n")
 	}

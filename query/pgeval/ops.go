@@ -66,6 +66,10 @@ func compareValues(a, b any) int {
 		if y, ok := b.(time.Time); ok {
 			return x.Compare(y)
 		}
+	case pgtypes.Interval:
+		if y, ok := b.(pgtypes.Interval); ok {
+			return x.Cmp(y)
+		}
 	case []byte:
 		if y, ok := b.([]byte); ok {
 			return bytes.Compare(x, y)
@@ -457,7 +461,7 @@ func (c *compiler) unary(op string, r *Expr, loc int32) (*Expr, error) {
 	case "-":
 		if isNumber(r.oid) || r.oid == OIDInterval {
 			oid := r.oid
-			out := &Expr{oid: oid, name: r.name, desc: "(- " + r.desc + ")", eval: func(ec *evalCtx, row []any) (any, error) {
+			out := &Expr{oid: oid, name: "?column?", desc: "(- " + r.desc + ")", eval: func(ec *evalCtx, row []any) (any, error) {
 				v, err := r.eval(ec, row)
 				if err != nil || v == nil {
 					return v, err
@@ -471,6 +475,8 @@ func (c *compiler) unary(op string, r *Expr, loc int32) (*Expr, error) {
 					return -x, nil
 				case float64:
 					return -x, nil
+				case pgtypes.Interval:
+					return x.Neg()
 				case pgtypes.Numeric:
 					if x == "NaN" || x == "0" {
 						return x, nil
@@ -487,7 +493,7 @@ func (c *compiler) unary(op string, r *Expr, loc int32) (*Expr, error) {
 				if err != nil {
 					return nil, err
 				}
-				k := constExpr(oid, r.name, v)
+				k := constExpr(oid, "?column?", v)
 				return k, nil
 			}
 			return out, nil
@@ -600,27 +606,24 @@ func (c *compiler) arith(op string, l, r *Expr, loc int32) (*Expr, error) {
 	if l.oid == pgtypes.OIDUnknown && r.oid == pgtypes.OIDUnknown {
 		return nil, errAt(loc, sqlstate.CodeUndefinedFunction, "operator is not unique: unknown %s unknown", op)
 	}
-	if l.oid == pgtypes.OIDUnknown {
-		to := r.oid
-		if isTime(r.oid) && op == "+" || op == "-" && isTime(r.oid) {
-			to = OIDInterval
-			if op == "-" {
-				to = r.oid
-			}
+	if l.oid == pgtypes.OIDUnknown || r.oid == pgtypes.OIDUnknown {
+		known, unknownLeft := r.oid, true
+		if r.oid == pgtypes.OIDUnknown {
+			known, unknownLeft = l.oid, false
 		}
-		if l, err = c.coerce(l, to, loc); err != nil {
-			return nil, err
+		to, ambiguous := unknownOperand(op, known, unknownLeft)
+		if ambiguous {
+			ls, rs := typeName(l.oid), typeName(r.oid)
+			e := errAt(loc, codeAmbiguousFunction, "operator is not unique: %s %s %s", ls, op, rs)
+			e.(*sqlstate.Error).Hint = "Could not choose a best candidate operator. You might need to add explicit type casts."
+			return nil, e
 		}
-	}
-	if r.oid == pgtypes.OIDUnknown {
-		to := l.oid
-		if isTime(l.oid) {
-			to = OIDInterval
-			if l.oid == pgtypes.OIDDate {
-				to = pgtypes.OIDInt4
-			}
+		if unknownLeft {
+			l, err = c.coerce(l, to, loc)
+		} else {
+			r, err = c.coerce(r, to, loc)
 		}
-		if r, err = c.coerce(r, to, loc); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -655,44 +658,140 @@ func (c *compiler) arith(op string, l, r *Expr, loc int32) (*Expr, error) {
 		return bin(pgtypes.OIDDate, func(x, y any) (any, error) { return y.(time.Time).AddDate(0, 0, int(x.(int64))), nil }), nil
 	case l.oid == pgtypes.OIDDate && r.oid == pgtypes.OIDDate && op == "-":
 		return bin(pgtypes.OIDInt4, func(x, y any) (any, error) {
-			return int64(x.(time.Time).Sub(y.(time.Time)).Hours() / 24), nil
+			a, b := x.(time.Time), y.(time.Time)
+			if pgtypes.IsInfinite(a) != 0 || pgtypes.IsInfinite(b) != 0 {
+				return nil, sqlstate.Errorf(codeDatetimeOverflow, "cannot subtract infinite dates")
+			}
+			return int64(julianDay(a) - julianDay(b)), nil
 		}), nil
-	case isTime(l.oid) && r.oid == OIDInterval && (op == "+" || op == "-"):
-		oid := l.oid
+	}
+	if e, ok := c.intervalArith(op, l, r, bin); ok {
+		return e, nil
+	}
+	return nil, noOperator(loc, op, l.oid, r.oid)
+}
+
+// unknownOperand is the type an unknown literal takes next to an operand
+// of type known, as PostgreSQL's operator resolution picks it: the same
+// type where that operator exists (timestamp - timestamp), else the one
+// candidate (timestamp + interval, interval * float8). ambiguous is
+// PostgreSQL's "operator is not unique" (date + unknown).
+func unknownOperand(op string, known uint32, unknownLeft bool) (to uint32, ambiguous bool) {
+	switch {
+	case op == "+" && (known == pgtypes.OIDTimestamp || known == pgtypes.OIDTimestamptz || known == OIDTime):
+		return OIDInterval, false
+	case op == "+" && known == pgtypes.OIDDate:
+		return 0, true
+	case (op == "*" || op == "/" && !unknownLeft) && known == OIDInterval:
+		return pgtypes.OIDFloat8, false
+	}
+	return known, false
+}
+
+// intervalArith compiles the operators on dates, times, timestamps and
+// intervals other than date ± integer.
+func (c *compiler) intervalArith(op string, l, r *Expr, bin func(uint32, func(x, y any) (any, error)) *Expr) (*Expr, bool) {
+	zone := func(oid uint32) func(ec *evalCtx) *time.Location {
+		return func(ec *evalCtx) *time.Location {
+			if oid == pgtypes.OIDTimestamptz {
+				return styleOf(ec).Location()
+			}
+			return nil
+		}
+	}
+	plusMinus := op == "+" || op == "-"
+	switch {
+	case isTime(l.oid) && r.oid == OIDInterval && plusMinus, l.oid == OIDInterval && isTime(r.oid) && op == "+":
+		ts := l
+		if l.oid == OIDInterval {
+			ts = r
+		}
+		oid := ts.oid
 		if oid == pgtypes.OIDDate {
 			oid = pgtypes.OIDTimestamp
 		}
-		return bin(oid, func(x, y any) (any, error) {
-			d := time.Duration(y.(int64)) * time.Microsecond
-			if op == "-" {
-				d = -d
+		loc := zone(oid)
+		return binCtx(oid, op, l, r, func(ec *evalCtx, x, y any) (any, error) {
+			t, d := x, y
+			if ts != l {
+				t, d = y, x
 			}
-			return x.(time.Time).Add(d), nil
-		}), nil
+			span := d.(pgtypes.Interval)
+			if op == "-" {
+				// timestamp_mi_interval negates each field unchecked.
+				span = pgtypes.Interval{Months: -span.Months, Days: -span.Days, Micros: -span.Micros}
+			}
+			return addInterval(t.(time.Time), span, loc(ec))
+		}), true
 	case isTime(l.oid) && isTime(r.oid) && op == "-":
+		// Both sides as the wider type: timestamptz over timestamp over
+		// date.
+		to := max(timeRank(l.oid), timeRank(r.oid))
+		oid := []uint32{pgtypes.OIDDate, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz}[to]
+		lo, ro := l.oid, r.oid
+		return binCtx(OIDInterval, op, l, r, func(ec *evalCtx, x, y any) (any, error) {
+			loc := styleOf(ec).Location()
+			a := castTime(x.(time.Time), lo, oid, loc)
+			b := castTime(y.(time.Time), ro, oid, loc)
+			return subTimestamps(a, b)
+		}), true
+	case l.oid == OIDTime && r.oid == OIDInterval && plusMinus:
+		return bin(OIDTime, func(x, y any) (any, error) {
+			return addTimeInterval(x.(time.Time), y.(pgtypes.Interval), op == "-"), nil
+		}), true
+	case l.oid == OIDInterval && r.oid == OIDTime && op == "+":
+		return bin(OIDTime, func(x, y any) (any, error) {
+			return addTimeInterval(y.(time.Time), x.(pgtypes.Interval), false), nil
+		}), true
+	case l.oid == OIDTime && r.oid == OIDTime && op == "-":
 		return bin(OIDInterval, func(x, y any) (any, error) {
-			return int64(x.(time.Time).Sub(y.(time.Time)) / time.Microsecond), nil
-		}), nil
-	case l.oid == OIDInterval && r.oid == OIDInterval && (op == "+" || op == "-"):
+			return pgtypes.Interval{Micros: timeOfDay(x.(time.Time)) - timeOfDay(y.(time.Time))}, nil
+		}), true
+	case l.oid == OIDInterval && r.oid == OIDInterval && plusMinus:
 		return bin(OIDInterval, func(x, y any) (any, error) {
 			if op == "-" {
-				return x.(int64) - y.(int64), nil
+				return x.(pgtypes.Interval).Sub(y.(pgtypes.Interval))
 			}
-			return x.(int64) + y.(int64), nil
-		}), nil
+			return x.(pgtypes.Interval).Add(y.(pgtypes.Interval))
+		}), true
 	case l.oid == OIDInterval && isNumber(r.oid) && (op == "*" || op == "/"):
 		return bin(OIDInterval, func(x, y any) (any, error) {
-			f := toFloat(y)
-			if op == "/" {
-				if f == 0 {
-					return nil, sqlstate.Errorf(sqlstate.CodeDivisionByZero, "division by zero")
-				}
-				return int64(float64(x.(int64)) / f), nil
-			}
-			return int64(float64(x.(int64)) * f), nil
-		}), nil
+			return scaleInterval(x.(pgtypes.Interval), toFloat(y), op == "/")
+		}), true
+	case isNumber(l.oid) && r.oid == OIDInterval && op == "*":
+		return bin(OIDInterval, func(x, y any) (any, error) {
+			return scaleInterval(y.(pgtypes.Interval), toFloat(x), false)
+		}), true
 	}
-	return nil, noOperator(loc, op, l.oid, r.oid)
+	return nil, false
+}
+
+// timeRank orders date, timestamp and timestamptz by which converts to
+// which implicitly.
+func timeRank(oid uint32) int {
+	switch oid {
+	case pgtypes.OIDTimestamp:
+		return 1
+	case pgtypes.OIDTimestamptz:
+		return 2
+	}
+	return 0
+}
+
+// binCtx is a binary operator whose function needs the evaluation
+// context (the session's time zone); NULL in, NULL out.
+func binCtx(oid uint32, op string, l, r *Expr, f func(ec *evalCtx, x, y any) (any, error)) *Expr {
+	return &Expr{oid: oid, name: "?column?", desc: "(" + l.desc + " " + op + " " + r.desc + ")", eval: func(ec *evalCtx, row []any) (any, error) {
+		x, err := l.eval(ec, row)
+		if err != nil || x == nil {
+			return nil, err
+		}
+		y, err := r.eval(ec, row)
+		if err != nil || y == nil {
+			return nil, err
+		}
+		return f(ec, x, y)
+	}}
 }
 
 // arithValues does + - * / % on numbers, in the result type res.

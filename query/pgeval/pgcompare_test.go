@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cellardb/cellar/query/pgtypes"
 )
 
 // TestAgainstPostgres runs the datadriven queries (those without
@@ -59,6 +65,13 @@ func TestAgainstPostgres(t *testing.T) {
 				case "table":
 					defineTable(t, cat, d)
 					mirrorTable(t, conn, d)
+				case "set":
+					setSettings(env, d)
+					for _, a := range d.CmdArgs {
+						if _, err := conn.Exec(ctx, fmt.Sprintf("SET %s = '%s'", a.Key, strings.Join(a.Vals, ","))); err != nil {
+							t.Fatalf("set %s: %v", a.Key, err)
+						}
+					}
 				case "budget":
 					var n int
 					d.ScanArgs(t, "bytes", &n)
@@ -215,4 +228,300 @@ func sortedLines(s string) string {
 		sort.Strings(lines[1:])
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// pgFirst runs sql on PostgreSQL after setting the time zone and
+// IntervalStyle and returns its first row's first column as text, or
+// "error CODE: message".
+func pgFirst(ctx context.Context, conn *pgx.Conn, tz, is, sql string) string {
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET TimeZone = '%s'; SET IntervalStyle = '%s'", tz, is)); err != nil {
+		return "client error: " + err.Error()
+	}
+	rows, err := conn.Query(ctx, sql, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return strings.TrimSuffix(pgErr(err), "\n")
+	}
+	defer rows.Close()
+	got := "(no rows)"
+	first := true
+	for rows.Next() {
+		if first {
+			var vals []string
+			for _, v := range rows.RawValues() {
+				if v == nil {
+					vals = append(vals, "NULL")
+				} else {
+					vals = append(vals, string(v))
+				}
+			}
+			got = strings.Join(vals, " | ")
+			first = false
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return strings.TrimSuffix(pgErr(err), "\n")
+	}
+	return got
+}
+
+// firstRowStyled runs sql and writes its first row as PostgreSQL would
+// send it in text under the Env's settings: columns joined with " | ",
+// or "error CODE: message".
+func firstRowStyled(env *Env, sql string) string {
+	ctx := context.Background()
+	res, err := pg.Parse(sql)
+	if err != nil {
+		return "parse error: " + err.Error()
+	}
+	p, err := Prepare(ctx, res.Stmts[0].Stmt, env, nil)
+	if err != nil {
+		return strings.TrimSuffix(fmtErr(err), "\n")
+	}
+	rows, err := p.Run(ctx, env, nil)
+	if err != nil {
+		return strings.TrimSuffix(fmtErr(err), "\n")
+	}
+	defer rows.Close()
+	r, err := rows.Next(ctx)
+	if err == io.EOF {
+		return "(no rows)"
+	}
+	if err != nil {
+		return strings.TrimSuffix(fmtErr(err), "\n")
+	}
+	st := pgtypes.StyleFrom(env.Setting)
+	var vals []string
+	for i, v := range r {
+		if v == nil {
+			vals = append(vals, "NULL")
+			continue
+		}
+		vals = append(vals, FormatTextStyle(p.Columns()[i].OID, v, st))
+	}
+	return strings.Join(vals, " | ")
+}
+
+// intervalLit writes a random interval as a literal both read the same
+// way.
+func intervalLit(r *rand.Rand) string {
+	pick := func(n int) int {
+		if r.Intn(3) == 0 {
+			return 0
+		}
+		return r.Intn(2*n+1) - n
+	}
+	us := int64(pick(100000)) * int64(r.Intn(3)*r.Intn(90000)+1) * 1000
+	if r.Intn(4) == 0 {
+		us += int64(r.Intn(1000000))
+	}
+	return fmt.Sprintf("interval '%+d mons %+d days %+d usecs'", pick(40), pick(400), us)
+}
+
+// bigIntervalLit is a random interval near the limits of its fields.
+func bigIntervalLit(r *rand.Rand) string {
+	big := func(lim int64) int64 {
+		switch r.Intn(4) {
+		case 0:
+			return 0
+		case 1:
+			return lim - r.Int63n(100)
+		case 2:
+			return -lim + r.Int63n(100)
+		}
+		return r.Int63n(2*(lim/4)) - lim/4
+	}
+	return fmt.Sprintf("interval '%+d mons %+d days %+d usecs'", big(1<<31-1), big(1<<31-1), big(1<<63-1))
+}
+
+// tsLit is a random timestamp, often near a daylight-saving change of
+// 2024 (March and October/November) or at the end of a month.
+func tsLit(r *rand.Rand) string {
+	var t time.Time
+	switch r.Intn(4) {
+	case 0:
+		t = time.Date(1900+r.Intn(250), time.Month(1+r.Intn(12)), 1+r.Intn(31), r.Intn(24), r.Intn(60), r.Intn(60), r.Intn(2)*r.Intn(1000000)*1000, time.UTC)
+	case 1:
+		t = time.Date(2024, time.Month(1+r.Intn(12)), 28+r.Intn(4), r.Intn(24), 0, 0, 0, time.UTC)
+	default:
+		days := []time.Time{time.Date(2024, 3, 10, 0, 0, 0, 0, time.UTC), time.Date(2024, 11, 3, 0, 0, 0, 0, time.UTC),
+			time.Date(2024, 3, 31, 0, 0, 0, 0, time.UTC), time.Date(2024, 10, 27, 0, 0, 0, 0, time.UTC)}
+		t = days[r.Intn(len(days))].Add(time.Duration(r.Intn(72)-36) * 30 * time.Minute)
+	}
+	return t.Format("2006-01-02 15:04:05.999999")
+}
+
+// TestAgainstPostgresIntervalArith compares interval arithmetic and the
+// interval functions with PostgreSQL 15 on random inputs, in time zones
+// with daylight saving (CELLAR_PGEVAL_AGAINST).
+func TestAgainstPostgresIntervalArith(t *testing.T) {
+	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
+	if addr == "" {
+		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+		return
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	seed := int64(7)
+	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	r := rand.New(rand.NewSource(seed))
+	zones := []string{"America/New_York", "Europe/Berlin", "UTC", "Australia/Lord_Howe", "Asia/Kolkata", "America/Sao_Paulo"}
+	styles := []string{"postgres", "postgres_verbose", "sql_standard", "iso_8601"}
+	f8 := func() string {
+		switch r.Intn(5) {
+		case 0:
+			return fmt.Sprint(r.Intn(7) - 3)
+		case 1:
+			return fmt.Sprintf("%.3f", r.Float64()*4-2)
+		case 2:
+			return fmt.Sprintf("%g", r.NormFloat64()*1000)
+		case 3:
+			return fmt.Sprintf("%.1f", r.Float64()*10)
+		}
+		return fmt.Sprintf("%g", r.Float64()/1000)
+	}
+	fields := []string{"epoch", "millennium", "century", "decade", "year", "quarter", "month", "day", "hour", "minute", "second",
+		"milliseconds", "microseconds", "week", "dow", "mm", "foo", "Hours", "mins"}
+	truncs := []string{"millennium", "century", "decade", "year", "quarter", "month", "day", "hour", "minute", "second",
+		"milliseconds", "microseconds", "week", "timezone", "mm", "foo", "HOUR"}
+	gens := []func() string{
+		func() string { return fmt.Sprintf("SELECT timestamptz '%s+00' + %s", tsLit(r), intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT timestamptz '%s+00' - %s", tsLit(r), intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT %s + timestamptz '%s'", intervalLit(r), tsLit(r)) },
+		func() string { return fmt.Sprintf("SELECT timestamp '%s' + %s", tsLit(r), intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT timestamp '%s' - %s", tsLit(r), intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT date '%s' + %s", tsLit(r)[:10], intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT date '%s' - %s", tsLit(r)[:10], intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT timestamptz '%s' - timestamptz '%s'", tsLit(r), tsLit(r)) },
+		func() string { return fmt.Sprintf("SELECT timestamp '%s' - timestamp '%s'", tsLit(r), tsLit(r)) },
+		func() string { return fmt.Sprintf("SELECT timestamp '%s' - timestamptz '%s'", tsLit(r), tsLit(r)) },
+		func() string { return fmt.Sprintf("SELECT date '%s' - timestamp '%s'", tsLit(r)[:10], tsLit(r)) },
+		func() string {
+			return fmt.Sprintf("SELECT age(timestamptz '%s', timestamptz '%s')", tsLit(r), tsLit(r))
+		},
+		func() string { return fmt.Sprintf("SELECT age(timestamp '%s', timestamp '%s')", tsLit(r), tsLit(r)) },
+		func() string { return fmt.Sprintf("SELECT %s * %s", intervalLit(r), f8()) },
+		func() string { return fmt.Sprintf("SELECT %s * %s", f8(), intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT %s / %s", intervalLit(r), f8()) },
+		func() string { return fmt.Sprintf("SELECT %s + %s", intervalLit(r), intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT %s - %s", intervalLit(r), intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT - %s", intervalLit(r)) },
+		func() string {
+			a := intervalLit(r)
+			return fmt.Sprintf("SELECT %s < %s, %s = %s", a, intervalLit(r), a, []string{a, "justify_interval(" + a + ")", "justify_days(" + a + ")", intervalLit(r)}[r.Intn(4)])
+		},
+		func() string { return fmt.Sprintf("SELECT justify_hours(%s)", intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT justify_days(%s)", intervalLit(r)) },
+		func() string { return fmt.Sprintf("SELECT justify_interval(%s)", intervalLit(r)) },
+		func() string {
+			return fmt.Sprintf("SELECT extract(%s from %s)", fields[r.Intn(len(fields))], intervalLit(r))
+		},
+		func() string {
+			return fmt.Sprintf("SELECT date_part('%s', %s)", fields[r.Intn(len(fields))], intervalLit(r))
+		},
+		func() string {
+			return fmt.Sprintf("SELECT date_trunc('%s', %s)", truncs[r.Intn(len(truncs))], intervalLit(r))
+		},
+		func() string {
+			f := []string{"second", "milliseconds", "microseconds", "epoch", "year", "month", "day", "hour", "minute", "dow", "doy", "quarter"}[r.Intn(12)]
+			ty := []string{"timestamp", "timestamptz", "date"}[r.Intn(3)]
+			return fmt.Sprintf("SELECT extract(%s from %s '%s'), date_part('%s', %s '%s')", f, ty, tsLit(r), f, ty, tsLit(r))
+		},
+		func() string {
+			return fmt.Sprintf("SELECT time '%02d:%02d:%02d' %s %s", r.Intn(24), r.Intn(60), r.Intn(60), []string{"+", "-"}[r.Intn(2)], intervalLit(r))
+		},
+		func() string {
+			return fmt.Sprintf("SELECT time '%02d:%02d' - time '%02d:%02d'", r.Intn(24), r.Intn(60), r.Intn(24), r.Intn(60))
+		},
+		func() string {
+			return fmt.Sprintf("SELECT make_interval(%d, %d, %d, %d, %d, %d, %s)", r.Intn(20)-10, r.Intn(30)-15, r.Intn(10)-5, r.Intn(60)-30, r.Intn(50)-25, r.Intn(200)-100, f8())
+		},
+		func() string {
+			names := []string{"years", "months", "weeks", "days", "hours", "mins", "secs"}
+			var parts []string
+			for _, i := range r.Perm(7)[:1+r.Intn(4)] {
+				v := fmt.Sprint(r.Intn(100) - 50)
+				if i == 6 {
+					v = f8()
+				}
+				parts = append(parts, names[i]+" => "+v)
+			}
+			return "SELECT make_interval(" + strings.Join(parts, ", ") + ")"
+		},
+		func() string {
+			from := tsLit(r)
+			return fmt.Sprintf("SELECT string_agg(g::text, ',') FROM generate_series(timestamptz '%s', timestamptz '%s' + interval '%d days', %s) g", from, from, r.Intn(200)-100,
+				[]string{"interval '1 day'", "interval '1 month'", "interval '12 hours'", "interval '-1 day'", "interval '1 mon -1 day'", "interval '7 days 1 hour'"}[r.Intn(6)])
+		},
+		func() string {
+			from := tsLit(r)
+			return fmt.Sprintf("SELECT string_agg(g::text, ',') FROM generate_series(timestamp '%s', timestamp '%s' + interval '%d days', interval '%d days %d hours') g", from, from, r.Intn(200)-100, r.Intn(10)-3, r.Intn(48))
+		},
+		func() string {
+			return fmt.Sprintf("SELECT sum(x), avg(x), min(x), max(x), count(DISTINCT x) FROM (VALUES (%s), (%s), (%s), (interval '1 month'), (interval '30 days')) v(x)", intervalLit(r), intervalLit(r), intervalLit(r))
+		},
+		func() string {
+			return fmt.Sprintf("SELECT to_char(%s, '%s')", intervalLit(r), []string{"HH24:MI:SS", "HH12:MI:SS.MS AM", "YYYY-MM-DD HH24", "FMHH24 \"h\" FMMI", "YY MM DD US", "hh24 mi ss pm", "Mon", "Day"}[r.Intn(8)])
+		},
+		func() string {
+			ops := []string{"%s + %s", "%s - %s", "%s * 0.5", "%s / 3", "%s * -1", "justify_hours(%s)", "justify_days(%s)", "justify_interval(%s)",
+				"extract(epoch from %s)", "date_part('epoch', %s)", "date_trunc('year', %s)", "extract(hour from %s)", "- %s", "%s < %s", "%s * 2.5", "%s / 0.25"}
+			op := ops[r.Intn(len(ops))]
+			if strings.Count(op, "%s") == 2 {
+				return "SELECT " + fmt.Sprintf(op, bigIntervalLit(r), bigIntervalLit(r))
+			}
+			return "SELECT " + fmt.Sprintf(op, bigIntervalLit(r))
+		},
+		func() string {
+			ts := []string{"294276-12-31 23:00:00", "4713-11-24 00:00:00 BC", "4713-11-25 BC", "infinity", "-infinity", "294276-11-30", "0001-01-01", "2000-02-29"}
+			ty := []string{"timestamp", "timestamptz", "date"}[r.Intn(3)]
+			t := ts[r.Intn(len(ts))]
+			if ty == "date" && strings.Contains(t, "294276-12-31") {
+				t = "294276-12-31"
+			}
+			switch r.Intn(4) {
+			case 0:
+				return fmt.Sprintf("SELECT %s '%s' - %s '%s'", ty, t, ty, ts[r.Intn(len(ts))])
+			case 1:
+				return fmt.Sprintf("SELECT age(%s '%s', %s '%s')", ty, t, ty, ts[r.Intn(len(ts))])
+			}
+			return fmt.Sprintf("SELECT %s '%s' %s %s", ty, t, []string{"+", "-"}[r.Intn(2)], []string{intervalLit(r), bigIntervalLit(r), "interval '1 day'", "interval '1 month'", "interval '1 usec'"}[r.Intn(5)])
+		},
+		func() string {
+			return fmt.Sprintf("SELECT make_timestamptz(%d, %d, %d, %d, %d, %s)", 1990+r.Intn(40), 1+r.Intn(12), 1+r.Intn(31), r.Intn(25), r.Intn(60), f8())
+		},
+		func() string {
+			return fmt.Sprintf("SELECT make_timestamptz(year => %d, month => %d, mday => %d, hour => %d, min => %d, sec => %d, timezone => '%s')", 1990+r.Intn(40), 1+r.Intn(12), 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60),
+				[]string{"+05", "-03:30", "Europe/Berlin", "EST", "America/New_York", "foo", "5", "+16"}[r.Intn(8)])
+		},
+		func() string {
+			return fmt.Sprintf("SELECT make_timestamp(%d, %d, %d, %d, %d, %s), make_date(%d, %d, %d)", r.Intn(3000)-5, r.Intn(14), r.Intn(33), r.Intn(26), r.Intn(61), f8(), r.Intn(4000)-2000, r.Intn(14), r.Intn(33))
+		},
+	}
+	compared, bad := 0, 0
+	for i := 0; i < 6000; i++ {
+		tz, is := zones[r.Intn(len(zones))], styles[r.Intn(len(styles))]
+		if r.Intn(2) == 0 {
+			is = "postgres"
+		}
+		sql := gens[r.Intn(len(gens))]()
+		ours := firstRowStyled(styleEnv("", tz, is), sql)
+		theirs := pgFirst(ctx, conn, tz, is, sql)
+		for _, s := range []*string{&ours, &theirs} {
+			if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
+				*s = (*s)[:i]
+			}
+		}
+		compared++
+		if ours != theirs && bad < 40 {
+			bad++
+			t.Errorf("%s [%s, %s]:\n cellar:   %s\n postgres: %s", sql, tz, is, ours, theirs)
+		}
+	}
+	t.Logf("compared %d random interval expressions with PostgreSQL's", compared)
 }

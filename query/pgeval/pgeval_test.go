@@ -16,6 +16,7 @@ import (
 //
 //	table name=t [ordered=0,1]   columns "name type, ..." then rows of COPY text
 //	query [args=a|b] [explain] [analyze]
+//	set name=value ...           session settings for the rest of the file
 func TestDataDriven(t *testing.T) {
 	files, err := ddFiles()
 	if err != nil || len(files) == 0 {
@@ -48,6 +49,9 @@ func TestDataDriven(t *testing.T) {
 					var n int
 					d.ScanArgs(t, "bytes", &n)
 					env.SortBudget = int64(n)
+					return ""
+				case "set":
+					setSettings(env, d)
 					return ""
 				}
 				t.Fatalf("unknown command %s", d.Cmd)

@@ -714,6 +714,9 @@ func addSystemFuncs(add func(string, ...*builtin)) {
 			typmod = a[1].(int64)
 		}
 		oid := uint32(oidOf(a[0]))
+		if (oid == OIDInterval || elemOf[oid] == OIDInterval) && typmod >= 0 && !pgtypes.ValidIntervalTypmod(int32(typmod)) {
+			return nil, sqlstate.Errorf(sqlstate.CodeInternal, "invalid INTERVAL typmod: 0x%x", typmod)
+		}
 		s := FormatType(oid, typmod)
 		if s == "???" {
 			if r, err := regFromOID(oid, OIDRegtype, ec); err == nil {

@@ -24,7 +24,7 @@ const (
 	OIDRegtype      uint32 = 2206
 	OIDRegnamespace uint32 = 4089
 	OIDAny          uint32 = 2276 // pseudo type for polymorphic function arguments
-	OIDInterval     uint32 = 1186
+	OIDInterval     uint32 = pgtypes.OIDInterval
 	OIDRegrole      uint32 = 4096
 	OIDXid          uint32 = 28
 	OIDTime         uint32 = 1083
@@ -217,6 +217,8 @@ func FormatType(oid uint32, typmod int64) string {
 		return fmt.Sprintf("timestamp(%d) without time zone", typmod)
 	case pgtypes.OIDTimestamptz:
 		return fmt.Sprintf("timestamp(%d) with time zone", typmod)
+	case OIDInterval:
+		return name + pgtypes.FormatIntervalTypmod(int32(typmod))
 	}
 	return name
 }
@@ -291,10 +293,6 @@ func FormatTextStyle(oid uint32, v any, st pgtypes.Style) string {
 	case time.Time:
 		if oid == OIDTime {
 			return pgtypes.FormatTime(x)
-		}
-	case int64:
-		if oid == OIDInterval {
-			return pgtypes.FormatInterval(x, st.IntervalStyle)
 		}
 	}
 	return pgtypes.FormatTextStyle(oid, v, st)

@@ -446,116 +446,6 @@ func FormatXSD(oid uint32, t time.Time, st Style) string {
 	return out
 }
 
-// FormatInterval writes an interval held as microseconds (days are
-// whole multiples of 24 hours) in an IntervalStyle.
-func FormatInterval(us int64, intervalStyle string) string {
-	neg := us < 0
-	u := uint64(us)
-	if neg {
-		u = uint64(-us)
-	}
-	days := u / 86400e6
-	u -= days * 86400e6
-	h, m := u/3600e6, u/60e6%60
-	secUS := u % 60e6
-	sec := func(pad bool) string {
-		s := strconv.FormatUint(secUS/1e6, 10)
-		if pad && len(s) < 2 {
-			s = "0" + s
-		}
-		if f := secUS % 1e6; f != 0 {
-			s += strings.TrimRight(fmt.Sprintf(".%06d", f), "0")
-		}
-		return s
-	}
-	var b strings.Builder
-	switch strings.ToLower(intervalStyle) {
-	case "postgres_verbose":
-		b.WriteString("@")
-		unit := func(n uint64, name string) {
-			fmt.Fprintf(&b, " %d %s", n, name)
-			if n != 1 {
-				b.WriteByte('s')
-			}
-		}
-		if days != 0 {
-			unit(days, "day")
-		}
-		if h != 0 {
-			unit(h, "hour")
-		}
-		if m != 0 {
-			unit(m, "min")
-		}
-		if secUS != 0 {
-			s := sec(false)
-			b.WriteString(" " + s + " sec")
-			if s != "1" {
-				b.WriteByte('s')
-			}
-		}
-		if b.Len() == 1 {
-			b.WriteString(" 0")
-		}
-		if neg {
-			b.WriteString(" ago")
-		}
-	case "sql_standard":
-		if neg {
-			b.WriteByte('-')
-		}
-		if us == 0 {
-			return "0"
-		}
-		if days != 0 {
-			fmt.Fprintf(&b, "%d ", days)
-		}
-		fmt.Fprintf(&b, "%d:%02d:%s", h, m, sec(true))
-	case "iso_8601":
-		if us == 0 {
-			return "PT0S"
-		}
-		sign := ""
-		if neg {
-			sign = "-"
-		}
-		b.WriteByte('P')
-		if days != 0 {
-			fmt.Fprintf(&b, "%s%dD", sign, days)
-		}
-		if u != 0 {
-			b.WriteByte('T')
-			if h != 0 {
-				fmt.Fprintf(&b, "%s%dH", sign, h)
-			}
-			if m != 0 {
-				fmt.Fprintf(&b, "%s%dM", sign, m)
-			}
-			if secUS != 0 {
-				fmt.Fprintf(&b, "%s%sS", sign, sec(false))
-			}
-		}
-	default:
-		sign := ""
-		if neg {
-			sign = "-"
-		}
-		if days != 0 {
-			fmt.Fprintf(&b, "%s%d day", sign, days)
-			if days != 1 || neg {
-				b.WriteByte('s')
-			}
-		}
-		if u != 0 || days == 0 {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			fmt.Fprintf(&b, "%s%02d:%02d:%s", sign, h, m, sec(true))
-		}
-	}
-	return b.String()
-}
-
 // FormatTime writes a time of day held as a time.Time (time without
 // time zone).
 func FormatTime(t time.Time) string {
@@ -591,6 +481,9 @@ func ParseDateTime(oid uint32, s string, st Style, now time.Time) (time.Time, er
 		if se, ok := err.(*sqlstate.Error); ok {
 			return time.Time{}, se
 		}
+		if err == errTimestampRange {
+			return time.Time{}, sqlstate.Errorf(codeDatetimeFieldOverflow, "timestamp out of range: \"%s\"", s)
+		}
 		name := TypeName(oid)
 		if oid == OIDTimestamp {
 			name = "timestamp" // as timestamp_in says it
@@ -608,6 +501,9 @@ const (
 	errSyntax       = dtError("syntax")
 	errOverflow     = dtError("overflow")
 	errOverflowHint = dtError("overflow, datestyle")
+	// errTimestampRange is a valid date and time outside timestamp's
+	// range.
+	errTimestampRange = dtError("timestamp out of range")
 )
 
 var monthNames = map[string]int{
@@ -1039,12 +935,20 @@ func parseDateTime(oid uint32, s string, st Style, now time.Time) (time.Time, er
 		return time.Date(year, time.Month(month), day, 0, 0, 0, 0, time.UTC), nil
 	}
 	if oid == OIDTimestamp || zone == nil && oid != OIDTimestamptz {
-		return time.Date(year, time.Month(month), day, hour, min, sec, nsec, time.UTC), nil
+		t := time.Date(year, time.Month(month), day, hour, min, sec, nsec, time.UTC)
+		if !ValidTimestamp(TimestampMicros(t)) {
+			return time.Time{}, errTimestampRange
+		}
+		return t, nil
 	}
 	if zone == nil {
 		zone = loc
 	}
-	return time.Date(year, time.Month(month), day, hour, min, sec, nsec, zone).UTC(), nil
+	t := LocalTime(year, time.Month(month), day, hour, min, sec, nsec, zone).UTC()
+	if !ValidTimestamp(TimestampMicros(t)) {
+		return time.Time{}, errTimestampRange
+	}
+	return t, nil
 }
 
 func isAllDigits(s string) bool {

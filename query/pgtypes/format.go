@@ -49,6 +49,8 @@ func FormatTextStyle(oid uint32, v any, st Style) string {
 			return formatDateTime(oid, x, st)
 		}
 		return formatDateTime(OIDTimestamptz, x, st)
+	case Interval:
+		return FormatInterval(x, st.IntervalStyle)
 	}
 	return fmt.Sprint(v)
 }

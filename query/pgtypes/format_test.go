@@ -96,9 +96,23 @@ func TestFormatInterval(t *testing.T) {
 	}
 	for style, ws := range want {
 		for i, v := range vals {
-			if got := FormatInterval(v, style); got != ws[i] {
+			iv := Interval{Days: int32(v / 86400e6), Micros: v % 86400e6}
+			if got := FormatInterval(iv, style); got != ws[i] {
 				t.Errorf("%d µs in %s: got %q, want %q", v, style, got, ws[i])
 			}
+		}
+	}
+	// Months, days and time of different signs, as PostgreSQL 15 prints
+	// them.
+	mixed := Interval{Months: -14, Days: 3, Micros: -(4*3600e6 + 5*60e6 + 6e6)}
+	for style, w := range map[string]string{
+		"postgres":         "-1 years -2 mons +3 days -04:05:06",
+		"postgres_verbose": "@ 1 year 2 mons -3 days 4 hours 5 mins 6 secs ago",
+		"sql_standard":     "-1-2 +3 -4:05:06",
+		"iso_8601":         "P-1Y-2M3DT-4H-5M-6S",
+	} {
+		if got := FormatInterval(mixed, style); got != w {
+			t.Errorf("%+v in %s: got %q, want %q", mixed, style, got, w)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package pgtypes
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -51,6 +52,39 @@ func FuzzJSON(f *testing.F) {
 		again, err := NormalizeJSONB(out)
 		if err != nil || again != out {
 			t.Errorf("%q: canonical %q, again %q, %v", s, out, again, err)
+		}
+	})
+}
+
+// FuzzParseInterval: interval input never panics, and what it reads
+// prints in every IntervalStyle as text that reads back the same in
+// that style.
+func FuzzParseInterval(f *testing.F) {
+	for _, s := range intervalInputs {
+		f.Add(s)
+	}
+	styles := []string{"postgres", "postgres_verbose", "sql_standard", "iso_8601"}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, in := range styles {
+			v, err := ParseInterval(s, Style{IntervalStyle: in}, -1)
+			if err != nil {
+				continue
+			}
+			for _, out := range styles {
+				text := FormatInterval(v, out)
+				back, err := ParseInterval(text, Style{IntervalStyle: out}, -1)
+				if err != nil {
+					// PostgreSQL cannot read back the most negative
+					// days, months or hours either.
+					if v.Days != math.MinInt32 && v.Months/12 != math.MinInt32/12 && v.Micros > -USecsPerHour*2562047788 {
+						t.Errorf("%q (%+v) printed %q in %s: %v", s, v, text, out, err)
+					}
+					continue
+				}
+				if back != v {
+					t.Errorf("%q (%+v) printed %q in %s, read back %+v", s, v, text, out, back)
+				}
+			}
 		}
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // The tests here compare with a PostgreSQL 15 (user postgres, trust)
@@ -147,35 +149,232 @@ func TestAgainstPostgresDates(t *testing.T) {
 	}
 }
 
+// randomIntervals are (months, days, microseconds) triples of every
+// size and every mix of signs, with the extremes.
+func randomIntervals(r *rand.Rand, n int) []Interval {
+	vals := []Interval{{}, {Micros: 1}, {Micros: -1}, {Days: 1}, {Days: -1}, {Months: 1}, {Months: -1}, {Months: 12}, {Months: -13},
+		{Micros: math.MaxInt64}, {Micros: math.MinInt64}, {Days: math.MaxInt32}, {Days: math.MinInt32},
+		{Months: math.MaxInt32}, {Months: math.MinInt32}, {math.MinInt32, math.MinInt32, math.MinInt64},
+		{math.MaxInt32, math.MaxInt32, math.MaxInt64}, {14, -3, 4*3600e6 + 5*60e6 + 6e6}, {-14, 3, -1}, {0, 3, -1}, {0, -3, 1},
+		{Micros: 1e6}, {Micros: -1e6}, {Micros: 1500000}, {Micros: -500000}, {Months: 1, Micros: -1}}
+	pick := func(lim int64) int64 {
+		switch r.Intn(4) {
+		case 0:
+			return 0
+		case 1:
+			return r.Int63n(20) - 10
+		}
+		v := r.Int63n(lim)
+		if r.Intn(2) == 0 {
+			v = -v
+		}
+		return v
+	}
+	for i := 0; i < n; i++ {
+		iv := Interval{Months: int32(pick(1 << 31)), Days: int32(pick(1 << 31)), Micros: pick(math.MaxInt64)}
+		switch r.Intn(4) {
+		case 0:
+			iv.Micros = iv.Micros / 1e6 * 1e6
+		case 1:
+			iv.Micros = iv.Micros % (86400e6 * 3)
+		}
+		vals = append(vals, iv)
+	}
+	return vals
+}
+
+// pgIntervalLiteral writes iv in a form PostgreSQL reads exactly in
+// every IntervalStyle (explicit signs keep sql_standard from applying a
+// leading minus to every field).
+func pgIntervalLiteral(iv Interval) string {
+	return fmt.Sprintf("%+d mons %+d days %+d usecs", iv.Months, iv.Days, iv.Micros)
+}
+
+// pgTexts runs one query over a text[] parameter per batch and returns
+// the first column of each row.
+func pgTexts(t *testing.T, c *pgx.Conn, q string, args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i += 500 {
+		batch := args[i:min(i+500, len(args))]
+		rows, err := c.Query(context.Background(), q, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			out = append(out, string(rows.RawValues()[0]))
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+	}
+	return out
+}
+
 func TestAgainstPostgresIntervals(t *testing.T) {
 	c := pgConn(t)
 	if c == nil {
 		return
 	}
-	r := rand.New(rand.NewSource(3))
-	vals := []int64{0, 1, -1, 86400e6, -86400e6, 3600e6, 60e6, 1e6, 1500000, 2*86400e6 + 3*3600e6 + 4*60e6 + 5500000}
-	for i := 0; i < 100; i++ {
-		v := r.Int63n(1e12) - 5e11
-		if i%3 == 0 {
-			v = v / 1e6 * 1e6
-		}
-		vals = append(vals, v)
+	vals := randomIntervals(rand.New(rand.NewSource(3)), 2000)
+	lits := make([]string, len(vals))
+	for i, v := range vals {
+		lits[i] = pgIntervalLiteral(v)
 	}
-	bad := 0
+	bad, compared := 0, 0
 	for _, is := range []string{"postgres", "postgres_verbose", "sql_standard", "iso_8601"} {
-		for _, v := range vals {
-			days := v / 86400e6
-			rest := v - days*86400e6
-			want, e := pgText(t, c, fmt.Sprintf("set intervalstyle=%s; select make_interval(days=>%d, secs=>%d/1e6)", is, days, rest))
-			if e != "" {
-				t.Fatal(e)
-			}
-			if got := FormatInterval(v, is); got != want && bad < 30 {
+		if _, err := c.Exec(context.Background(), "set intervalstyle = "+is); err != nil {
+			t.Fatal(err)
+		}
+		want := pgTexts(t, c, "select x::interval::text from unnest($1::text[]) with ordinality u(x, n) order by n", lits)
+		for i, v := range vals {
+			compared++
+			if got := FormatInterval(v, is); got != want[i] && bad < 30 {
 				bad++
-				t.Errorf("%s %d: got %q want %q", is, v, got, want)
+				t.Errorf("%s %+v: got %q want %q", is, v, got, want[i])
+			}
+		}
+		// Each style's output reads back as the same value, here and in
+		// PostgreSQL (sql_standard's mixed signs aside, which PostgreSQL
+		// documents as ambiguous).
+		st := Style{IntervalStyle: is}
+		for _, w := range want {
+			compared++
+			back, pe := pgText(t, c, fmt.Sprintf("set intervalstyle = %s; select %s::interval::text", is, quoteLit(w)))
+			got, err := ParseInterval(w, st, -1)
+			if (err != nil) != (pe != "") {
+				if bad < 30 {
+					bad++
+					t.Errorf("%s: reading %q: we %v, PostgreSQL %s", is, w, err, pe)
+				}
+				continue
+			}
+			if err != nil {
+				continue
+			}
+			if g := FormatInterval(got, is); g != back && bad < 30 {
+				bad++
+				t.Errorf("%s: %q read back as %q, PostgreSQL %q", is, w, g, back)
 			}
 		}
 	}
+	t.Logf("compared %d interval outputs and read-backs with PostgreSQL's", compared)
+}
+
+// intervalInputs are interval input forms, good and bad.
+var intervalInputs = []string{
+	"1 year 2 months 3 days 04:05:06", "1 year 2 mons -3 days 04:05:06.5", "@ 1 hour ago", "1.5 months", "1.5 days", "1.5 years",
+	"-1.5 years", "0.1 mon", "1-2", "3 4:05:06", "-1-2 +3 -4:05:06", "-1 1:00:00", "P1Y2M3DT4H5M6.5S", "P0001-02-03T04:05:06",
+	"PT-1H", "P1W2D", "P10000101", "PT040506", "P1.5Y", "P1Y-2M", "P1T2H", "P1", "PT5", "PT1:2", "PT1:2:3.5", "P1-2-3",
+	"P1-2", "P1-2T3", "P-1.5D", "P0.5M", "PT0.5H", "P1e3D", "P-infD", "P-nanD", "P0x10D", "P.5D", "P1Y1Y", "P", "PT", "T1H", "p1d",
+	" P1D", "P1D ", "P1.2.3D", "P2147483648D", "P1e16D", "PT1e15H", "1 day ago 2 hours", "1 day day", "1 day 2 days",
+	"infinity", "-infinity", "invalid", "undefined", "now", "epoch", "1 day -", "+1 day", "- 1 day", "1.", ".5", ".", "1.5",
+	"10", "1:2", "1:2.5", "1:2:3", "1:2:3.4.5", "25:61:00", "1:60", "1:59:61", "1:59:60.5", "-00:30", "-1:2:3", "+1:2:3",
+	"00:30 0.5 days", "0.5 days 00:30", "1 hour 00:30", "1 2", "1 +02:03", "1e3 days", "1 yr 2 mons 3 days", "1 week 1.5 weeks",
+	"12 dec", "1 decs", "7 mil", "1 c", "1 cent", "2 qtr", "2 quarter", "1 day quarter", "1 timezone", "5 microsecon",
+	"5 microseconds", "5 millisecondss", "5 usecond", "5 msecond", "1 millenniums", "1 millenniumsx", "3 ms 4 us",
+	"99999999999 hours", "2147483647 days 1 day", "178956970 years 8 months", "178956971 years", "2147483648 days",
+	"-2147483648 days", "-2147483649 days", "9223372036854775807 usecs", "9223372036854775808 usecs",
+	"-9223372036854775808 usecs", "2562047788 hours", "2562047789 hours", "153722867280 minutes", "1.5 centuries",
+	"0.001 millennium", "1 week ago", "@ 1 day 2 hours 3 mins 4.5 secs ago", "@ 0", "0", "-0", "1d2h", "1h30m", "1y2m",
+	"1mon2d", "1hr2min", "10min", "1d", "1 d 2 h 3 m 4 s", "1 h 2 m 3 s", "1:2:3 4", "4 1:2:3", "4 5 1:2:3", "1 day 1:2:3 ago",
+	"1-2 3", "1-12", "1--2", "1-+2", "-1-2", "+1-2", "1-2-3", "1/2", "1-2 3 4:05:06", "1 + 2", "1 2:03", "1 -2:03",
+	"1 day -1:00", "1 mon -1 day", "  1 day  ", "1\tday", "1,day", "@1 day", "1 day @", "1#day", "1 day 1 day",
+	"1:00 2:00", "1.5.6", "1.5 1", "12345678901234567890 days", "1.00000000000000000001 seconds", "0.0000005 sec",
+	"0.0000015 sec", "-0.0000005 sec", "2.5 usec", "1.5 weeks", "1.5 mons 1.5 days", "0.5 decades", "0.99 years",
+	"1 1 1", "-1 -1", "x", "1 x", "ago", "1 ago", "ago 1 day", "1 day ago ago", "1 day +", "1 day -1 hour",
+	"5.5 hours ago", "-5.5 hours ago", "1:2:3.999999", "1:2:3.9999995", "0:0:59.9999999", "1 day 24:00:00",
+}
+
+func TestAgainstPostgresIntervalInput(t *testing.T) {
+	c := pgConn(t)
+	if c == nil {
+		return
+	}
+	inputs := append([]string(nil), intervalInputs...)
+	// Long inputs: more than 25 fields, more than interval_in's buffer.
+	inputs = append(inputs, strings.Repeat("1 day ", 13), strings.Repeat("1 ", 26), strings.Repeat("9", 300)+" days",
+		strings.Repeat("1 d ", 12))
+	r := rand.New(rand.NewSource(4))
+	units := []string{"year", "mon", "month", "week", "day", "hour", "min", "sec", "ms", "us", "decade", "century", "y", "h", "m", "s", "d", "w", "c", "mil", "years", "days", "hours"}
+	for i := 0; i < 300; i++ {
+		var parts []string
+		for j := 0; j < 1+r.Intn(4); j++ {
+			n := fmt.Sprintf("%d", r.Intn(200)-50)
+			if r.Intn(3) == 0 {
+				n = fmt.Sprintf("%.*f", 1+r.Intn(7), r.Float64()*100-20)
+			}
+			parts = append(parts, n+" "+units[r.Intn(len(units))])
+		}
+		if r.Intn(4) == 0 {
+			parts = append(parts, fmt.Sprintf("%d:%02d:%02d.%d", r.Intn(30), r.Intn(60), r.Intn(60), r.Intn(1000)))
+		}
+		if r.Intn(5) == 0 {
+			parts = append(parts, "ago")
+		}
+		inputs = append(inputs, strings.Join(parts, " "))
+	}
+	for i := 0; i < 100; i++ {
+		inputs = append(inputs, fmt.Sprintf("P%dY%dM%dDT%dH%dM%.3fS", r.Intn(100)-20, r.Intn(30), r.Intn(60)-10, r.Intn(50), r.Intn(100), r.Float64()*100))
+	}
+	bad, compared := 0, 0
+	typmods := map[string]int32{"": -1}
+	for _, tm := range []string{"year", "month", "day", "hour", "minute", "second", "year to month", "day to hour", "day to minute",
+		"day to second", "hour to minute", "hour to second", "minute to second", "second(2)", "day to second(0)", "(3)"} {
+		typmods[tm] = typmodOf(t, c, tm)
+	}
+	for _, is := range []string{"postgres", "sql_standard"} {
+		for _, in := range inputs {
+			for tm, typmod := range typmods {
+				if tm != "" && r.Intn(8) != 0 {
+					continue
+				}
+				compared++
+				q := fmt.Sprintf("set intervalstyle = %s; select cast(%s as interval %s)::text", is, quoteLit(in), tm)
+				want, pe := pgText(t, c, q)
+				got, err := ParseInterval(in, Style{IntervalStyle: is}, typmod)
+				if pe != "" || err != nil {
+					wcode, gcode := sqlCode(pe), ""
+					if err != nil {
+						gcode = err.(*sqlstate.Error).Code
+						if msg := err.(*sqlstate.Error).Message; !strings.Contains(pe, msg) && bad < 40 {
+							bad++
+							t.Errorf("%q %s [%s]: pg %s, we %v", in, tm, is, pe, err)
+						}
+					}
+					if wcode != gcode && bad < 40 {
+						bad++
+						t.Errorf("%q %s [%s]: pg %s, we %v", in, tm, is, pe, err)
+					}
+					continue
+				}
+				if g := FormatInterval(got, is); g != want && bad < 40 {
+					bad++
+					t.Errorf("%q %s [%s]: got %q want %q", in, tm, is, g, want)
+				}
+			}
+		}
+	}
+	t.Logf("compared %d interval inputs with PostgreSQL's", compared)
+}
+
+// typmodOf asks PostgreSQL for the typmod of "interval <tm>".
+func typmodOf(t *testing.T, c *pgx.Conn, tm string) int32 {
+	var v int32
+	c.Exec(context.Background(), "drop table if exists iv_typmods")
+	if _, err := c.Exec(context.Background(), "create temp table iv_typmods (c interval "+tm+")"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(context.Background(), "select atttypmod from pg_attribute where attrelid = 'iv_typmods'::regclass and attname = 'c'").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func sqlCode(msg string) string {
+	if i := strings.Index(msg, "SQLSTATE "); i >= 0 {
+		return msg[i+9 : i+14]
+	}
+	return ""
 }
 
 func TestAgainstPostgresJSON(t *testing.T) {

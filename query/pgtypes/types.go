@@ -1,5 +1,8 @@
 // Package pgtypes is how cellar's SQL layer holds PostgreSQL values: the
-// type OIDs it exposes, the Go value of each type, and the text forms.
+// type OIDs it exposes, the Go value of each type, the text forms, and
+// the calendar rules the date/time types share with PostgreSQL
+// (interval's fields and justification, Julian days, time zone offsets
+// at daylight-saving changes).
 package pgtypes
 
 import (
@@ -30,6 +33,7 @@ const (
 	OIDDate        uint32 = 1082
 	OIDTimestamp   uint32 = 1114
 	OIDTimestamptz uint32 = 1184
+	OIDInterval    uint32 = 1186
 	OIDNumeric     uint32 = 1700
 	OIDUUID        uint32 = 2950
 	OIDJSONB       uint32 = 3802
@@ -45,6 +49,7 @@ const (
 //	bytea                        []byte
 //	numeric                      Numeric
 //	date, timestamp(tz)          time.Time (UTC; infinity is TimeInfinity)
+//	interval                     Interval
 //	uuid                         [16]byte
 //
 // and nil is NULL.
@@ -68,7 +73,7 @@ var TypeNames = map[string]uint32{
 	"text": OIDText, "varchar": OIDVarchar, "character varying": OIDVarchar,
 	"json": OIDJSON, "jsonb": OIDJSONB,
 	"float4": OIDFloat4, "real": OIDFloat4, "float8": OIDFloat8, "double precision": OIDFloat8,
-	"date": OIDDate, "timestamp": OIDTimestamp, "timestamptz": OIDTimestamptz,
+	"date": OIDDate, "timestamp": OIDTimestamp, "timestamptz": OIDTimestamptz, "interval": OIDInterval,
 	"numeric": OIDNumeric, "decimal": OIDNumeric, "uuid": OIDUUID,
 }
 
@@ -105,6 +110,8 @@ func TypeName(oid uint32) string {
 		return "timestamp without time zone"
 	case OIDTimestamptz:
 		return "timestamp with time zone"
+	case OIDInterval:
+		return "interval"
 	case OIDNumeric:
 		return "numeric"
 	case OIDUUID:
@@ -130,8 +137,9 @@ func ParseText(oid uint32, s string) (any, error) {
 }
 
 // ParseTextStyle is ParseText under a session's DateStyle (the field
-// order of ambiguous dates) and TimeZone (of timestamptz input without
-// a zone). jsonb is stored in its canonical form.
+// order of ambiguous dates), TimeZone (of timestamptz input without a
+// zone) and IntervalStyle (sql_standard's leading minus). jsonb is
+// stored in its canonical form.
 func ParseTextStyle(oid uint32, s string, st Style) (any, error) {
 	bad := func(err error) error {
 		return sqlstate.Errorf(sqlstate.CodeInvalidTextRepresent, "invalid input syntax for type %s: %q", TypeName(oid), s)
@@ -215,6 +223,12 @@ func ParseTextStyle(oid uint32, s string, st Style) (any, error) {
 			return nil, err
 		}
 		return t, nil
+	case OIDInterval:
+		iv, err := ParseInterval(s, st, -1)
+		if err != nil {
+			return nil, err
+		}
+		return iv, nil
 	}
 	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "type %s is not supported", TypeName(oid))
 }
