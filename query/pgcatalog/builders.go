@@ -515,12 +515,9 @@ var timezones = []string{"UTC", "Etc/UTC", "GMT", "Europe/London", "Europe/Paris
 	"America/Chicago", "America/Denver", "America/Los_Angeles", "America/Sao_Paulo", "Asia/Kolkata", "Asia/Shanghai",
 	"Asia/Tokyo", "Australia/Sydney"}
 
-func formatOffset(sec int) string {
-	sign := ""
-	if sec < 0 {
-		sign, sec = "-", -sec
-	}
-	return fmt.Sprintf("%s%02d:%02d:%02d", sign, sec/3600, sec/60%60, sec%60)
+// utcOffset is a zone's offset as pg_timezone_names shows it.
+func utcOffset(sec int) pgtypes.Interval {
+	return pgtypes.Interval{Micros: int64(sec) * pgtypes.USecsPerSec}
 }
 
 func pgTimezoneNames(s *snapshot, d *relDef) [][]any {
@@ -532,7 +529,7 @@ func pgTimezoneNames(s *snapshot, d *relDef) [][]any {
 			continue
 		}
 		abbrev, off := now.In(loc).Zone()
-		rows = append(rows, s.row(d, "name", name, "abbrev", abbrev, "utc_offset", formatOffset(off),
+		rows = append(rows, s.row(d, "name", name, "abbrev", abbrev, "utc_offset", utcOffset(off),
 			"is_dst", now.In(loc).IsDST()))
 	}
 	return rows
@@ -540,9 +537,9 @@ func pgTimezoneNames(s *snapshot, d *relDef) [][]any {
 
 func pgTimezoneAbbrevs(s *snapshot, d *relDef) [][]any {
 	return [][]any{
-		s.row(d, "abbrev", "GMT", "utc_offset", "00:00:00", "is_dst", false),
-		s.row(d, "abbrev", "UTC", "utc_offset", "00:00:00", "is_dst", false),
-		s.row(d, "abbrev", "Z", "utc_offset", "00:00:00", "is_dst", false),
+		s.row(d, "abbrev", "GMT", "utc_offset", utcOffset(0), "is_dst", false),
+		s.row(d, "abbrev", "UTC", "utc_offset", utcOffset(0), "is_dst", false),
+		s.row(d, "abbrev", "Z", "utc_offset", utcOffset(0), "is_dst", false),
 	}
 }
 

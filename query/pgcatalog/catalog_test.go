@@ -116,7 +116,10 @@ func validValue(oid uint32, v any) bool {
 	case pgtypes.OIDTimestamptz:
 		_, ok := v.(time.Time)
 		return ok
-	case pgtypes.OIDName, pgtypes.OIDText, pgtypes.OIDVarchar, oidChar, oidPgNodeTree, oidInterval, oidInet, oidPgLsn, oidAclitem:
+	case oidInterval:
+		_, ok := v.(pgtypes.Interval)
+		return ok
+	case pgtypes.OIDName, pgtypes.OIDText, pgtypes.OIDVarchar, oidChar, oidPgNodeTree, oidInet, oidPgLsn, oidAclitem:
 		_, ok := v.(string)
 		return ok
 	}

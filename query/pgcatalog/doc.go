@@ -60,6 +60,6 @@
 // Values follow pgtypes' conventions: oid, xid, cid and integer columns
 // are int64; name, text, "char" and varchar are string; regproc and
 // regtype columns are pgeval.Reg; int2vector, oidvector and array
-// columns are pgeval.Array; interval, inet and pg_lsn columns, always
-// NULL or constant here, are their text forms.
+// columns are pgeval.Array; interval columns are pgtypes.Interval; inet
+// and pg_lsn columns, always NULL or constant here, are their text forms.
 package pgcatalog
