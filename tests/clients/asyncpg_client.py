@@ -275,6 +275,23 @@ async def types_and_pool(dsn):
     check(list(info[reltype]["attrnames"]) == COLS, "attrnames %r" % info[reltype]["attrnames"])
     check(info[1009]["elemtype"] == 25 and info[1009]["elemtype_name"] == "text", "text[] %r" % info[1009])
     check(info[20]["elemtype_name"] == "-", "no element type prints as '-': %r" % info[20]["elemtype_name"])
+    # What cellar refuses on purpose is 0A000: EXPLAIN's JSON format
+    # (PreparedStatement.explain) and LISTEN (add_listener).
+    stmt = await c.prepare("SELECT id FROM apg_t WHERE id = $1")
+    e = await expect_error(stmt.explain(1), asyncpg.FeatureNotSupportedError, "0A000")
+    check("FORMAT" in str(e) or "format" in str(e), "EXPLAIN's 0A000 %s" % e)
+    e = await expect_error(c.add_listener("apg_channel", lambda *a: None), asyncpg.FeatureNotSupportedError, "0A000")
+    check("LISTEN" in str(e), "LISTEN's 0A000 %s" % e)
+    await c.close()
+
+    # Without a statement cache (as behind pgbouncer) every query is an
+    # unnamed statement, parsed again each time.
+    c = await asyncpg.connect(dsn, statement_cache_size=0)
+    for i in range(5):
+        check(await c.fetchval("SELECT n FROM apg_t WHERE id = $1", 1) == ROWS[0][9], "uncached statement")
+    await c.executemany("UPSERT INTO apg_t (id, name) VALUES ($1, $2)", [(300 + i, "u%d" % i) for i in range(3)])
+    check(await c.fetchval("SELECT count(*) FROM apg_t WHERE id >= 300") == 3, "uncached executemany")
+    await c.execute("DELETE FROM apg_t WHERE id >= 300")
     await c.close()
 
     # A pool resets each connection it gets back (pg_advisory_unlock_all,
