@@ -28,19 +28,19 @@ func (c *conn) ClosePortal(name string) bool {
 	return true
 }
 
-func (c *conn) FetchPortal(ctx context.Context, name string, n int64) ([]pgtypes.Column, [][]any, bool, error) {
+func (c *conn) FetchPortal(ctx context.Context, name string, n int64) ([]pgtypes.Column, [][]any, error) {
 	p, ok := c.portals[name]
 	if !ok || name == "" {
-		return nil, nil, false, nil
+		return nil, nil, sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "cursor %q does not exist", name)
 	}
 	if p.st == nil || p.st.Columns == nil {
-		return nil, nil, true, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "FETCH and MOVE read only portals of queries; portal %q is not one", name)
+		return nil, nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "FETCH and MOVE read only portals of queries; portal %q is not one", name)
 	}
 	if p.res == nil {
 		// The FETCH's own context bounds the portal's statement.
 		res, err := c.sess.Execute(ctx, p.st, p.args)
 		if err != nil {
-			return nil, nil, true, err
+			return nil, nil, err
 		}
 		c.sendNotices(res.Notices)
 		p.res = res
@@ -51,5 +51,5 @@ func (c *conn) FetchPortal(ctx context.Context, name string, n int64) ([]pgtypes
 	}
 	rows := p.res.Rows[p.pos:end]
 	p.pos = end
-	return p.res.Columns, rows, true, nil
+	return p.res.Columns, rows, nil
 }

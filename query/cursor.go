@@ -25,8 +25,8 @@ const cursorOptHold = 0x0020 // PostgreSQL's CURSOR_OPT_HOLD
 type Portals interface {
 	// FetchPortal reads up to n rows (all if n < 0) from the named
 	// portal's position on and moves past them, running its statement
-	// if no Execute has yet; ok is false if there is no such portal.
-	FetchPortal(ctx context.Context, name string, n int64) (cols []pgtypes.Column, rows [][]any, ok bool, err error)
+	// if no Execute has yet.
+	FetchPortal(ctx context.Context, name string, n int64) (cols []pgtypes.Column, rows [][]any, err error)
 	// ClosePortal closes the named portal, or every one for "", and
 	// reports whether there was one.
 	ClosePortal(name string) bool
@@ -125,7 +125,7 @@ func (s *Session) fetchPortal(ctx context.Context, f *pg.FetchStmt) (*Result, er
 	case n == math.MaxInt64:
 		n = -1
 	}
-	cols, rows, _, err := s.opts.Portals.FetchPortal(ctx, name, n)
+	cols, rows, err := s.opts.Portals.FetchPortal(ctx, name, n)
 	if err != nil {
 		return nil, err
 	}
