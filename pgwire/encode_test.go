@@ -252,7 +252,7 @@ func TestBinaryResultsAgainstPostgres(t *testing.T) {
 	addr := startServer(t, Options{})
 	ours := connect(t, fmt.Sprintf("postgres://cellar@%s/cellar?sslmode=disable", addr))
 	pg := connect(t, "postgres://postgres@"+against+"/postgres?sslmode=disable")
-	sql := `SELECT 'pg_class'::regclass, 'int4'::regtype, 26::oid, 'x'::"char", '1 2'::int2vector, ARRAY['a', NULL]::text[], '{}'::int4[], 'ab'::bpchar, 'infinity'::timestamp, '1 day 02:00:00.5'::interval, '12:34:56.25'::time, '-infinity'::date, '0001-01-01 00:00:00'::timestamp, '1 2'::oidvector, ARRAY[1.5, NULL]::numeric[], ARRAY['{"a":1}'::jsonb], '1997-12-17'::date, '{"b":1}'::json, ''::"char"`
+	sql := `SELECT 'pg_class'::regclass, 'int4'::regtype, 26::oid, 'x'::"char", '1 2'::int2vector, ARRAY['a', NULL]::text[], '{}'::int4[], 'ab'::bpchar, 'infinity'::timestamp, '1 day 02:00:00.5'::interval, '-1 year -2 mons +3 days -04:05:06.5'::interval, '12:34:56.25'::time, '-infinity'::date, '0001-01-01 00:00:00'::timestamp, '1 2'::oidvector, ARRAY[1.5, NULL]::numeric[], ARRAY['{"a":1}'::jsonb], '1997-12-17'::date, '{"b":1}'::json, ''::"char"`
 	a := ours.PgConn().ExecParams(ctx, sql, nil, nil, nil, []int16{1}).Read()
 	b := pg.PgConn().ExecParams(ctx, sql, nil, nil, nil, []int16{1}).Read()
 	if a.Err != nil || b.Err != nil {
@@ -265,5 +265,44 @@ func TestBinaryResultsAgainstPostgres(t *testing.T) {
 		if a.FieldDescriptions[i].DataTypeOID != b.FieldDescriptions[i].DataTypeOID {
 			t.Errorf("col %d: oid ours %d pg %d", i, a.FieldDescriptions[i].DataTypeOID, b.FieldDescriptions[i].DataTypeOID)
 		}
+	}
+}
+
+// TestIntervalWire: intervals keep their months, days and microseconds
+// through pgx in every query mode, as results (binary: interval_send's
+// microseconds, days, months) and as Bind parameters (binary and text).
+func TestIntervalWire(t *testing.T) {
+	addr := startServer(t, Options{})
+	ctx := context.Background()
+	want := []pgtype.Interval{
+		{Months: 14, Days: 3, Microseconds: 4*3600e6 + 5*60e6 + 6500000, Valid: true},
+		{Months: -14, Days: 3, Microseconds: -1, Valid: true},
+		{Months: math.MinInt32, Days: math.MaxInt32, Microseconds: math.MinInt64 + 1, Valid: true},
+		{Valid: true},
+	}
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeDescribeExec, pgx.QueryExecModeSimpleProtocol} {
+		t.Run(mode.String(), func(t *testing.T) {
+			c := connect(t, fmt.Sprintf("postgres://cellar@%s/cellar?sslmode=disable&default_query_exec_mode=%s", addr, strings.ReplaceAll(mode.String(), " ", "_")))
+			for _, w := range want {
+				var got, lit pgtype.Interval
+				if err := c.QueryRow(ctx, `SELECT $1::interval, interval '1 year 2 mons 3 days 04:05:06.5'`, w).Scan(&got, &lit); err != nil {
+					t.Fatalf("%+v: %v", w, err)
+				}
+				if got != w {
+					t.Errorf("parameter %+v came back as %+v", w, got)
+				}
+				if lit != want[0] {
+					t.Errorf("literal: %+v", lit)
+				}
+			}
+		})
+	}
+	c := connect(t, fmt.Sprintf("postgres://cellar@%s/cellar?sslmode=disable", addr))
+	res := c.PgConn().ExecParams(ctx, `SELECT interval '-1 mon 2 days -00:00:01'`, nil, nil, nil, []int16{1}).Read()
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := fmt.Sprintf("%x", res.Rows[0][0]); got != "fffffffffff0bdc0"+"00000002"+"ffffffff" {
+		t.Errorf("binary interval: %s", got)
 	}
 }
