@@ -863,7 +863,10 @@ func rowKey(vals []any, idx []int) string {
 		case Reg:
 			b.WriteString("n" + strconv.FormatUint(uint64(x.OID), 10))
 		case Array:
-			b.WriteString("a" + FormatText(arrayOf[x.Elem], x))
+			// Element by element, so that equal elements of different
+			// text ('{1 mon}', '{30 days}') hash alike, as array_eq finds.
+			inner := rowKey(x.Vals, nil)
+			b.WriteString("a" + strconv.Itoa(len(inner)) + ":" + inner)
 		case pgtypes.Interval:
 			// Equal spans group together, as interval_hash makes them.
 			d, us := x.Span()
