@@ -124,6 +124,7 @@ def plain(conn, mode):
     expect_error(cur.execute, pyodbc.DataError, "22001", "INSERT INTO %s (id, v) VALUES (?, ?)" % t, 9, "x" * 13)
     # What cellar refuses on purpose is 0A000.
     e = expect_error(cur.execute, pyodbc.NotSupportedError, "0A000", "SELECT * FROM %s FOR UPDATE" % t)
+    check("FOR UPDATE" in str(e), "0A000 message %s" % e)
     return t
 
 
