@@ -316,6 +316,15 @@ func TestAgainstPostgresIntervalInput(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		inputs = append(inputs, fmt.Sprintf("P%dY%dM%dDT%dH%dM%.3fS", r.Intn(100)-20, r.Intn(30), r.Intn(60)-10, r.Intn(50), r.Intn(100), r.Float64()*100))
 	}
+	// Random text over interval input's characters.
+	const alpha = "0123456789 .:-+PTYMWDHSe@agodyhrsmn,/x"
+	for i := 0; i < 1000; i++ {
+		b := make([]byte, 1+r.Intn(14))
+		for k := range b {
+			b[k] = alpha[r.Intn(len(alpha))]
+		}
+		inputs = append(inputs, string(b))
+	}
 	bad, compared := 0, 0
 	typmods := map[string]int32{"": -1}
 	for _, tm := range []string{"year", "month", "day", "hour", "minute", "second", "year to month", "day to hour", "day to minute",
