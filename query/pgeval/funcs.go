@@ -501,16 +501,8 @@ func buildFuncs() map[string][]*builtin {
 		}
 		return out, nil
 	}})
-	add("parse_ident", &builtin{args: []uint32{tText, tBool}, min: 1, ret: 1009, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
-		parts, err := splitQualified(str(a[0]))
-		if err != nil {
-			return nil, err
-		}
-		out := Array{Elem: tText}
-		for _, p := range parts {
-			out.Vals = append(out.Vals, p)
-		}
-		return out, nil
+	add("parse_ident", &builtin{args: []uint32{tText, tBool}, min: 1, names: []string{"str", "strict"}, defaults: []any{nil, true}, ret: 1009, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+		return parseIdent(str(a[0]), len(a) < 2 || a[1] == true)
 	}})
 
 	// Arrays.
@@ -898,6 +890,87 @@ func buildFuncs() map[string][]*builtin {
 	addIntervalFuncs(add)
 	addSystemFuncs(add)
 	return m
+}
+
+// parseIdent is parse_ident: dot-separated identifiers, unquoted ones
+// lower-cased; without strict, what follows the last one is ignored.
+func parseIdent(s string, strict bool) (any, error) {
+	bad := func(detail string) error {
+		e := sqlstate.Errorf(codeInvalidParameterValue, "string is not a valid identifier: \"%s\"", s)
+		e.Detail = detail
+		return e
+	}
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
+	isStart := func(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 }
+	isCont := func(c byte) bool { return isStart(c) || c >= '0' && c <= '9' || c == '$' }
+	out := Array{Elem: tText, Vals: []any{}}
+	i := 0
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	afterDot := false
+	for {
+		switch {
+		case i < len(s) && s[i] == '"':
+			var b strings.Builder
+			j := i + 1
+			for {
+				k := strings.IndexByte(s[j:], '"')
+				if k < 0 {
+					return nil, bad("String has unclosed double quotes.")
+				}
+				b.WriteString(s[j : j+k])
+				j += k + 1
+				if j < len(s) && s[j] == '"' {
+					b.WriteByte('"')
+					j++
+					continue
+				}
+				break
+			}
+			if b.Len() == 0 {
+				return nil, bad("Quoted identifier must not be empty.")
+			}
+			out.Vals = append(out.Vals, b.String())
+			i = j
+		case i < len(s) && isStart(s[i]):
+			j := i + 1
+			for j < len(s) && isCont(s[j]) {
+				j++
+			}
+			out.Vals = append(out.Vals, strings.Map(func(r rune) rune {
+				if r >= 'A' && r <= 'Z' {
+					return r + 'a' - 'A'
+				}
+				return r
+			}, s[i:j]))
+			i = j
+		case i < len(s) && s[i] == '.':
+			return nil, bad("No valid identifier before \".\".")
+		case afterDot:
+			return nil, bad("No valid identifier after \".\".")
+		default:
+			return nil, bad("")
+		}
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		switch {
+		case i < len(s) && s[i] == '.':
+			afterDot = true
+			i++
+			for i < len(s) && isSpace(s[i]) {
+				i++
+			}
+		case i >= len(s):
+			return out, nil
+		default:
+			if strict {
+				return nil, bad("")
+			}
+			return out, nil
+		}
+	}
 }
 
 func oneCol(name string, oid uint32) func([]uint32) []pgtypes.Column {
