@@ -960,13 +960,17 @@ func (c *compiler) sqlValueFunction(f *pg.SQLValueFunction) (*Expr, error) {
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP, pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N:
 		return &Expr{oid: pgtypes.OIDTimestamptz, name: "current_timestamp", desc: "CURRENT_TIMESTAMP", eval: func(ec *evalCtx, _ []any) (any, error) { return ec.env.Now.UTC(), nil }}, nil
 	case pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP, pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N:
-		return &Expr{oid: pgtypes.OIDTimestamp, name: "localtimestamp", desc: "LOCALTIMESTAMP", eval: func(ec *evalCtx, _ []any) (any, error) { return ec.env.Now.UTC(), nil }}, nil
+		return &Expr{oid: pgtypes.OIDTimestamp, name: "localtimestamp", desc: "LOCALTIMESTAMP", eval: func(ec *evalCtx, _ []any) (any, error) {
+			return castTime(ec.env.Now, pgtypes.OIDTimestamptz, pgtypes.OIDTimestamp, styleOf(ec).Location()), nil
+		}}, nil
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
 		return &Expr{oid: pgtypes.OIDDate, name: "current_date", desc: "CURRENT_DATE", eval: func(ec *evalCtx, _ []any) (any, error) {
 			return currentDate(ec), nil
 		}}, nil
 	case pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME, pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N, pg.SQLValueFunctionOp_SVFOP_LOCALTIME, pg.SQLValueFunctionOp_SVFOP_LOCALTIME_N:
-		return &Expr{oid: OIDTime, name: strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(f.Op.String(), "SVFOP_"), "_N")), desc: "CURRENT_TIME", eval: func(ec *evalCtx, _ []any) (any, error) { return ec.env.Now.UTC(), nil }}, nil
+		return &Expr{oid: OIDTime, name: strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(f.Op.String(), "SVFOP_"), "_N")), desc: "CURRENT_TIME", eval: func(ec *evalCtx, _ []any) (any, error) {
+			return castTime(ec.env.Now, pgtypes.OIDTimestamptz, pgtypes.OIDTimestamp, styleOf(ec).Location()), nil
+		}}, nil
 	}
 	return nil, errAt(f.Location, sqlstate.CodeFeatureNotSupported, "%s is not supported", strings.TrimPrefix(f.Op.String(), "SVFOP_"))
 }
