@@ -23,6 +23,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
 
@@ -84,27 +85,36 @@ type conn struct {
 
 type prepared struct {
 	st *query.Statement // nil: an empty statement
-	// desc is the statement's last RowDescription and the result
-	// formats it was made for: libpq describes the portal of every
-	// execution of a prepared statement.
+	// desc is the statement's last RowDescription and the columns and
+	// result formats it was made for: libpq describes the portal of
+	// every execution of a prepared statement.
 	desc        *pgproto3.RowDescription
+	descCols    []pgtypes.Column
 	descFormats []int16
 }
 
-// rowDescription returns the statement's RowDescription for the result
-// formats, made once for as long as the formats stay the same.
-func (p *prepared) rowDescription(formats []int16) *pgproto3.RowDescription {
-	if p.desc == nil || !slices.Equal(p.descFormats, formats) {
-		p.desc, p.descFormats = rowDescription(p.st.Columns, formats), slices.Clone(formats)
+// rowDescription returns the RowDescription of the columns in the result
+// formats, made once for as long as both stay the same.
+func (p *prepared) rowDescription(cols []pgtypes.Column, formats []int16) *pgproto3.RowDescription {
+	if p.desc == nil || !sameColumns(p.descCols, cols) || !slices.Equal(p.descFormats, formats) {
+		p.desc, p.descCols, p.descFormats = rowDescription(cols, formats), cols, slices.Clone(formats)
 	}
 	return p.desc
 }
 
+// sameColumns reports whether a and b are one slice: a statement's
+// columns are made once, so comparing them by identity is enough.
+func sameColumns(a, b []pgtypes.Column) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 type portal struct {
-	st      *query.Statement
-	prep    *prepared
-	args    []any
-	formats []int16 // per result column
+	st   *query.Statement
+	prep *prepared
+	args []any
+	// cols describe its rows as of Bind (nil: none), in formats.
+	cols    []pgtypes.Column
+	formats []int16
 	res     *query.Result
 	pos     int
 }

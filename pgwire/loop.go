@@ -382,7 +382,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	var params []uint32
 	var cols []pgtypes.Column
 	if p.st != nil {
-		params, cols = p.st.Params, p.st.Columns
+		params, cols = p.st.Params, c.sess.BoundColumns(p.st)
 	}
 	if len(m.Parameters) != len(params) {
 		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(params))
@@ -449,7 +449,7 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 	if m.DestinationPortal == "" {
 		pt = &c.unnamed
 	}
-	*pt = portal{st: p.st, prep: p, args: args, formats: formats}
+	*pt = portal{st: p.st, prep: p, args: args, cols: cols, formats: formats}
 	c.portals[m.DestinationPortal] = pt
 	c.send(&pgproto3.BindComplete{})
 	return nil
@@ -471,7 +471,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		if p.st.Columns == nil {
 			c.send(&pgproto3.NoData{})
 		} else {
-			c.send(p.rowDescription(nil))
+			c.send(p.rowDescription(p.st.Columns, nil))
 		}
 	case 'P':
 		p, ok := c.portals[m.Name]
@@ -484,10 +484,10 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 			}
 			return sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "portal %q does not exist", m.Name)
 		}
-		if p.st == nil || p.st.Columns == nil {
+		if p.cols == nil {
 			c.send(&pgproto3.NoData{})
 		} else {
-			c.send(p.prep.rowDescription(p.formats))
+			c.send(p.prep.rowDescription(p.cols, p.formats))
 		}
 	default:
 		return sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType)

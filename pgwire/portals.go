@@ -28,12 +28,20 @@ func (c *conn) ClosePortal(name string) bool {
 	return true
 }
 
+func (c *conn) PortalColumns(name string) ([]pgtypes.Column, bool) {
+	p, ok := c.portals[name]
+	if !ok || name == "" {
+		return nil, false
+	}
+	return p.cols, true
+}
+
 func (c *conn) FetchPortal(ctx context.Context, name string, n int64) ([]pgtypes.Column, [][]any, error) {
 	p, ok := c.portals[name]
 	if !ok || name == "" {
 		return nil, nil, sqlstate.Errorf(sqlstate.CodeInvalidCursorName, "cursor %q does not exist", name)
 	}
-	if p.st == nil || p.st.Columns == nil {
+	if p.cols == nil {
 		return nil, nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "FETCH and MOVE read only portals of queries; portal %q is not one", name)
 	}
 	if p.res == nil {

@@ -32,6 +32,7 @@ type Session interface {
 	// pgtypes.StyleFrom(Setting), asked for by every statement's output.
 	Style() pgtypes.Style
 	CursorColumns(name string) ([]pgtypes.Column, bool)
+	BoundColumns(st *query.Statement) []pgtypes.Column
 }
 
 // Options configure a server. The zero value of every field but

@@ -32,6 +32,8 @@ type Portals interface {
 	ClosePortal(name string) bool
 	// HasPortal reports whether the named portal exists.
 	HasPortal(name string) bool
+	// PortalColumns describes the named portal's rows (nil: none).
+	PortalColumns(name string) ([]pgtypes.Column, bool)
 }
 
 type cursor struct {
@@ -72,9 +74,19 @@ func (s *Session) compileDeclare(ctx context.Context, st *Statement, d *pg.Decla
 func (s *Session) compileFetch(st *Statement, f *pg.FetchStmt) (*Statement, error) {
 	name := f.Portalname
 	if !f.Ismove {
-		if c, ok := s.cursors[name]; ok {
-			st.Columns = c.columns // for Describe; FETCH's rows are the cursor's
+		// FETCH's rows are the cursor's, as it is when the FETCH is
+		// bound: pgx prepares a FETCH before its DECLARE has run.
+		st.bound = func(s *Session) []pgtypes.Column {
+			if c, ok := s.cursors[name]; ok {
+				return c.columns
+			}
+			if s.opts.Portals != nil {
+				cols, _ := s.opts.Portals.PortalColumns(name)
+				return cols
+			}
+			return nil
 		}
+		st.Columns = st.bound(s)
 	}
 	st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
 		c, ok := s.cursors[name]
@@ -164,6 +176,15 @@ func (s *Session) dropCursors(commit bool) {
 			delete(s.cursors, name)
 		}
 	}
+}
+
+// BoundColumns describes the rows st returns if it is bound now. Only a
+// FETCH's may differ from its Columns, which are as of Parse.
+func (s *Session) BoundColumns(st *Statement) []pgtypes.Column {
+	if st.bound != nil {
+		return st.bound(s)
+	}
+	return st.Columns
 }
 
 // CursorColumns returns the columns of a declared cursor: on the wire a

@@ -150,6 +150,9 @@ type Statement struct {
 	Params []uint32
 	// Columns describe the rows it returns; nil if it returns none.
 	Columns []pgtypes.Column
+	// bound, if set, describes the rows when the statement is bound
+	// (BoundColumns).
+	bound func(s *Session) []pgtypes.Column
 	// ParamPosition is where the first parameter reference is (1-based),
 	// for the error of a simple query that has one.
 	ParamPosition int
