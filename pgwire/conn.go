@@ -49,6 +49,9 @@ type conn struct {
 	br  *bufio.Reader
 	be  *pgproto3.Backend
 	tls bool
+	// negotiate answers a startup packet of a newer 3.x or with protocol
+	// options.
+	negotiate *pgproto3.NegotiateProtocolVersion
 
 	pid            uint32
 	secret         []byte
@@ -246,15 +249,31 @@ func (c *conn) startup() (map[string]string, error) {
 			c.srv.cancel(m.ProcessID, m.SecretKey)
 			return nil, nil
 		default:
-			if code>>16 != 3 || code&0xffff != 0 {
-				return nil, fatalf(sqlstate.CodeFeatureNotSupported, "unsupported frontend protocol %d.%d: server supports 3.0", code>>16, code&0xffff)
+			if code>>16 != 3 {
+				return nil, fatalf(sqlstate.CodeFeatureNotSupported, "unsupported frontend protocol %d.%d: server supports 3.0 to 3.0", code>>16, code&0xffff)
 			}
+			// A newer 3.x is answered with NegotiateProtocolVersion and
+			// served as 3.0, as PostgreSQL does; pgproto3 decodes only
+			// the versions it knows.
+			binary.BigEndian.PutUint32(body, pgproto3.ProtocolVersion30)
 			var m pgproto3.StartupMessage
 			if err := m.Decode(body); err != nil {
 				return nil, fatalf(sqlstate.CodeProtocolViolation, "invalid startup packet: %v", err)
 			}
 			if c.srv.opts.TLSRequired && !c.tls {
 				return nil, fatalf(sqlstate.CodeInvalidAuthorization, "cellar requires TLS: connect with sslmode=require")
+			}
+			var options []string
+			for k := range m.Parameters {
+				if strings.HasPrefix(k, "_pq_.") {
+					options = append(options, k)
+				}
+			}
+			if code&0xffff != 0 || len(options) > 0 {
+				// The options are named in the packet's order, which a
+				// map lost; sorting at least makes the answer stable.
+				slices.Sort(options)
+				c.negotiate = &pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: pgproto3.ProtocolVersion30, UnrecognizedOptions: options}
 			}
 			return m.Parameters, nil
 		}
@@ -292,6 +311,9 @@ func startupSettings(options string) (map[string]string, error) {
 func (c *conn) authenticate(params map[string]string) error {
 	c.be = pgproto3.NewBackend(c.br, c.nc)
 	c.be.SetMaxBodyLen(c.srv.opts.MaxAuthMessage)
+	if c.negotiate != nil {
+		c.send(c.negotiate) // goes out with authentication's first message
+	}
 	c.user = params["user"]
 	if c.user == "" {
 		return fatalf(sqlstate.CodeInvalidAuthorization, "no PostgreSQL user name specified in startup packet")
@@ -307,8 +329,9 @@ func (c *conn) authenticate(params map[string]string) error {
 	// Startup parameters besides these are settings too, as in
 	// PostgreSQL (unknown ones are refused by the session).
 	for k, v := range params {
-		switch k {
-		case "user", "database", "options", "replication", "application_name":
+		switch {
+		case k == "user", k == "database", k == "options", k == "replication", k == "application_name":
+		case strings.HasPrefix(k, "_pq_."): // protocol options, none known
 		default:
 			settings[k] = v
 		}
