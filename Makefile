@@ -77,6 +77,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzStatements$$' -fuzztime $(FUZZTIME) ./query/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDateTime$$' -fuzztime $(FUZZTIME) ./query/pgtypes/
 	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME) ./query/pgtypes/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseInterval$$' -fuzztime $(FUZZTIME) ./query/pgtypes/
 	# Its inputs are long command sequences: minimizing one for the default
 	# minute would leave little of FUZZTIME for fuzzing.
 	$(GO) test -run '^$$' -fuzz '^FuzzCommands$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./coord/fsm/
