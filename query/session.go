@@ -375,50 +375,83 @@ func (s *Session) compile(ctx context.Context, text string, n *pg.Node, paramOID
 		}
 		return st, nil
 	}
-	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s is not supported by cellar (docs/sql.md lists the statements it has)", statementName(n))
+	name, plural := feature(n)
+	verb := "is"
+	if plural {
+		verb = "are"
+	}
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "%s %s not supported by cellar (docs/sql.md lists the statements it has)", name, verb)
 }
 
 // statementName names a statement kind for messages: "CREATE TABLE" from
 // CreateStmt, and so on.
 func statementName(n *pg.Node) string {
+	name, _ := feature(n)
+	return name
+}
+
+// feature names what a statement asks for, and whether the name is a
+// plural.
+func feature(n *pg.Node) (string, bool) {
+	switch x := n.Node.(type) {
+	case *pg.Node_CreateStmt:
+		// CREATE TABLE itself is the dialect's (route.go); what comes
+		// here is a kind of table it does not have.
+		switch x.CreateStmt.GetRelation().GetRelpersistence() {
+		case "t":
+			return "temporary tables", true
+		case "u":
+			return "unlogged tables", true
+		}
+	case *pg.Node_CreateTableAsStmt:
+		if x.CreateTableAsStmt.GetInto().GetRel().GetRelpersistence() == "t" {
+			return "temporary tables", true
+		}
+		if x.CreateTableAsStmt.Objtype == pg.ObjectType_OBJECT_MATVIEW {
+			return "materialized views", true
+		}
+		return "CREATE TABLE AS", false
+	case *pg.Node_DoStmt:
+		return "DO (anonymous code blocks)", false
+	}
 	name := fmt.Sprintf("%T", n.Node)
 	name = strings.TrimPrefix(name, "*pg_query.Node_")
 	name = strings.TrimSuffix(name, "Stmt")
 	switch name {
 	case "Create":
-		return "CREATE TABLE"
+		return "CREATE TABLE", false
 	case "Index":
-		return "CREATE INDEX"
+		return "CREATE INDEX", false
 	case "View":
-		return "CREATE VIEW"
+		return "CREATE VIEW", false
 	case "CreateRole", "AlterRole", "DropRole":
-		return "roles (CREATE/ALTER/DROP ROLE); users are managed with cellar admin user"
+		return "roles (CREATE/ALTER/DROP ROLE; users are managed with cellar admin user)", true
 	case "CreateEnum", "CompositeType", "CreateDomain":
-		return "CREATE TYPE and CREATE DOMAIN"
+		return "CREATE TYPE and CREATE DOMAIN", true
 	case "CreateSeq", "AlterSeq":
-		return "sequences"
+		return "sequences", true
 	case "CreateFunction":
-		return "CREATE FUNCTION"
+		return "CREATE FUNCTION", false
 	case "CreateSchema":
-		return "CREATE SCHEMA (tables live in public)"
+		return "CREATE SCHEMA (tables live in public)", false
 	case "Createdb", "Dropdb":
-		return "CREATE/DROP DATABASE (a cluster has one database)"
+		return "CREATE/DROP DATABASE (a cluster has one database)", false
 	case "Grant":
-		return "GRANT and REVOKE"
+		return "GRANT and REVOKE", true
 	case "Listen", "Notify":
-		return "LISTEN and NOTIFY"
+		return "LISTEN and NOTIFY", true
 	case "Vacuum":
-		return "VACUUM and ANALYZE (compactions are automatic)"
+		return "VACUUM and ANALYZE (compactions are automatic)", true
 	case "Insert", "Update", "Delete", "Copy", "Explain", "Truncate", "Prepare", "Execute":
-		return strings.ToUpper(name)
+		return strings.ToUpper(name), false
 	case "DeclareCursor":
-		return "DECLARE CURSOR"
+		return "DECLARE CURSOR", false
 	case "Fetch":
-		return "FETCH"
+		return "FETCH", false
 	case "ClosePortal":
-		return "CLOSE"
+		return "CLOSE", false
 	}
-	return "this statement (" + name + ")"
+	return "this statement (" + name + ")", false
 }
 
 func constTag(tag string) func(context.Context, *Session, []any) (*Result, error) {
