@@ -67,6 +67,12 @@ func TestConditionHolds(t *testing.T) {
 		{TypeNumeric, "NaN", CondGT, "99999999999999999999", true},
 		{TypeNumeric, "NaN", CondEQ, "NaN", true},
 		{TypeNumeric, "0.1", CondGT, "0.09999999999999999999999", true},
+		{TypeNumeric, "Infinity", CondGT, "5", true}, // -Infinity < numbers < Infinity < NaN
+		{TypeNumeric, "Infinity", CondLT, "NaN", true},
+		{TypeNumeric, "-Infinity", CondLT, "-1e100", true},
+		{TypeNumeric, "-Infinity", CondGT, "5", false},
+		{TypeNumeric, "Infinity", CondEQ, "Infinity", true},
+		{TypeNumeric, "5", CondLT, "Infinity", true},
 		{TypeJSONB, `{}`, CondIsNotNull, nil, true},
 		// NULL: only IS NULL holds.
 		{TypeInt8, nil, CondEQ, int64(0), false},
@@ -205,10 +211,7 @@ func TestSum(t *testing.T) {
 	add := func(s *Sum, vals ...any) {
 		t.Helper()
 		for _, v := range vals {
-			b, ok := v.(string) // numeric text as is (EncodeValue refuses Infinity)
-			if !ok {
-				b = string(enc(t, s.Type, v))
-			}
+			b := string(enc(t, s.Type, v))
 			if err := s.Add([]byte(b)); err != nil {
 				t.Fatal(err)
 			}
@@ -265,6 +268,23 @@ func TestSum(t *testing.T) {
 	if got := inf.Text(); got != "NaN" {
 		t.Fatalf("numeric inf - inf %s", got)
 	}
+	// Partial sums of infinities from two tablets meet as numeric_sum's
+	// combine does.
+	for _, c := range []struct{ a, b, want string }{
+		{"Infinity", "Infinity", "Infinity"}, {"Infinity", "-Infinity", "NaN"}, {"-Infinity", "12.5", "-Infinity"},
+		{"1.25", "Infinity", "Infinity"}, {"NaN", "-Infinity", "NaN"},
+	} {
+		m := &Sum{Type: TypeNumeric}
+		if err := m.AddText(c.a, 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AddText(c.b, 3); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Text(); got != c.want || m.N != 5 {
+			t.Errorf("%s + %s: %s (%d), want %s", c.a, c.b, got, m.N, c.want)
+		}
+	}
 	// Floats.
 	f := &Sum{Type: TypeFloat8}
 	add(f, 0.5, 0.25)
@@ -295,6 +315,8 @@ func TestExtreme(t *testing.T) {
 		{TypeFloat8, []any{1.0, math.NaN(), -2.0}, -2.0, math.NaN()},
 		{TypeText, []any{"b", "", "ab"}, "", "b"},
 		{TypeNumeric, []any{"10", "9.5", "-1"}, "-1", "10"},
+		{TypeNumeric, []any{"10", "Infinity", "-Infinity", "-1e100"}, "-Infinity", "Infinity"},
+		{TypeNumeric, []any{"NaN", "Infinity", "-5"}, "-5", "NaN"},
 		{TypeBool, []any{true, false}, false, true},
 	} {
 		lo, hi := &Extreme{Type: c.ty}, &Extreme{Type: c.ty, Max: true}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/big"
 	"time"
 	"unicode/utf8"
 )
@@ -128,7 +127,9 @@ func EncodeValue(t ValueType, v any) ([]byte, error) {
 		if !ok {
 			return nil, bad()
 		}
-		if _, ok := new(big.Rat).SetString(s); !ok && s != "NaN" {
+		// Written as it is read (parseNumeric): NaN and the infinities
+		// are values too.
+		if _, err := parseNumeric(s); err != nil {
 			return nil, fmt.Errorf("%w: %q is not a number", ErrInvalidArgument, s)
 		}
 		return []byte(s), nil

@@ -21,6 +21,7 @@ func TestValueRoundTrip(t *testing.T) {
 		{TypeBool, true, 1}, {TypeBool, false, 1},
 		{TypeTimestamptz, ts, 8}, {TypeDate, time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC), 4},
 		{TypeUUID, [16]byte{1, 2, 3}, 16}, {TypeNumeric, "-12.50", -1}, {TypeText, "héllo", -1},
+		{TypeNumeric, "NaN", 3}, {TypeNumeric, "Infinity", 8}, {TypeNumeric, "-Infinity", 9},
 		{TypeBytea, []byte{0, 1, 2}, 3}, {TypeJSONB, `{"a":1}`, -1},
 	} {
 		b, err := EncodeValue(c.t, c.v)
@@ -41,6 +42,11 @@ func TestValueRoundTrip(t *testing.T) {
 	}
 	if _, err := EncodeValue(TypeInt4, int64(math.MaxInt32)+1); err == nil {
 		t.Fatal("an INTEGER out of range was stored")
+	}
+	for _, bad := range []string{"1/2", "0x10", "Infinityx", ""} {
+		if _, err := EncodeValue(TypeNumeric, bad); err == nil {
+			t.Fatalf("%q was stored as NUMERIC", bad)
+		}
 	}
 	if _, err := EncodeValue(TypeText, "\xff"); err == nil {
 		t.Fatal("invalid UTF-8 was stored as TEXT")
