@@ -352,14 +352,23 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 // then ndigits base-10000 digits; weight is the power of 10000 of the
 // first digit.
 const (
-	numericPos = 0x0000
-	numericNeg = 0x4000
-	numericNaN = 0xC000
+	numericPos  = 0x0000
+	numericNeg  = 0x4000
+	numericNaN  = 0xC000
+	numericPInf = 0xD000
+	numericNInf = 0xF000
 )
 
 func encodeNumeric(s string) ([]byte, error) {
-	if s == "NaN" {
+	// The special values have no digits; numeric_send writes the
+	// infinities with a dscale of 32, what their short header reads as.
+	switch pgtypes.Numeric(s) {
+	case pgtypes.NumericNaN:
 		return []byte{0, 0, 0, 0, 0xC0, 0, 0, 0}, nil
+	case pgtypes.NumericPosInf:
+		return []byte{0, 0, 0, 0, 0xD0, 0, 0, 0x20}, nil
+	case pgtypes.NumericNegInf:
+		return []byte{0, 0, 0, 0, 0xF0, 0, 0, 0x20}, nil
 	}
 	sign := uint16(numericPos)
 	if strings.HasPrefix(s, "-") {
@@ -415,8 +424,16 @@ func decodeNumeric(b []byte) (any, error) {
 	weight := int(int16(binary.BigEndian.Uint16(b[2:])))
 	sign := binary.BigEndian.Uint16(b[4:])
 	dscale := int(binary.BigEndian.Uint16(b[6:]))
-	if sign == numericNaN {
-		return pgtypes.Numeric("NaN"), nil
+	switch sign {
+	case numericNaN:
+		return pgtypes.NumericNaN, nil
+	case numericPInf:
+		return pgtypes.NumericPosInf, nil
+	case numericNInf:
+		return pgtypes.NumericNegInf, nil
+	case numericPos, numericNeg:
+	default:
+		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid sign in a numeric parameter")
 	}
 	if len(b) != 8+2*n || dscale > 16383 {
 		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a numeric parameter")

@@ -94,6 +94,8 @@ func lossless(from, to uint32) bool {
 		return true
 	case isInt(from) && isInt(to), from == pgtypes.OIDFloat4 && to == pgtypes.OIDFloat8, isText(from) && isText(to):
 		return true
+	case isInt(from) && to == pgtypes.OIDNumeric:
+		return true // numeric = integer compares as numeric
 	}
 	return false
 }

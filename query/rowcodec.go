@@ -37,6 +37,13 @@ func toModel(v any) any {
 func fromModel(t model.ValueType, v any) any {
 	if t == model.TypeNumeric {
 		if s, ok := v.(string); ok {
+			// A number ends in a digit or a point; anything else is a
+			// special value, which the native API may spell "inf".
+			if s != "" && (s[len(s)-1] < '0' || s[len(s)-1] > '9') && s[len(s)-1] != '.' {
+				if n, err := pgtypes.ParseNumeric(s); err == nil {
+					return n
+				}
+			}
 			return pgtypes.Numeric(s)
 		}
 	}
@@ -272,6 +279,9 @@ func (c *rowCodec) jsonMember(cell model.Cell) (json.RawMessage, error) {
 			return json.RawMessage(x), nil
 		}
 		if typ == model.TypeNumeric {
+			if n := fromModel(typ, x).(pgtypes.Numeric); n.IsSpecial() {
+				return jsonString(string(n)), nil // not a JSON number, as to_jsonb writes it
+			}
 			return json.RawMessage(x), nil
 		}
 		return jsonString(x), nil

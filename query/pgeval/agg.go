@@ -278,8 +278,14 @@ func (a *acc) step(args []any) error {
 			}
 			a.val = next
 		case pgtypes.Numeric:
-			if x == "NaN" {
-				a.val = x
+			if x.IsSpecial() {
+				// As numeric_sum: NaN wins, Infinity + -Infinity is NaN.
+				if cur, ok := a.val.(pgtypes.Numeric); ok {
+					v, _ := specialArith("+", cur, x)
+					a.val = v
+				} else {
+					a.val = x
+				}
 				return nil
 			}
 			if a.sum == nil {
@@ -318,8 +324,16 @@ func (a *acc) step(args []any) error {
 func (a *acc) result() (any, error) {
 	s := a.spec
 	if a.rows != nil {
-		if len(s.order) > 0 {
-			sort.SliceStable(a.rows, func(i, j int) bool { return compareRows(a.rows[i], a.rows[j], s.orderKey) < 0 })
+		keys := s.orderKey
+		if len(keys) == 0 && s.distinct {
+			// DISTINCT sorts the arguments to find duplicates, so they
+			// reach the aggregate in their order.
+			for i := range s.args {
+				keys = append(keys, sortKey{idx: i})
+			}
+		}
+		if len(keys) > 0 {
+			sort.SliceStable(a.rows, func(i, j int) bool { return compareRows(a.rows[i], a.rows[j], keys) < 0 })
 		}
 		rows := a.rows
 		a.rows = nil
@@ -336,8 +350,8 @@ func (a *acc) result() (any, error) {
 		if a.n == 0 {
 			return nil, nil
 		}
-		if a.val == pgtypes.Numeric("NaN") {
-			return a.val, nil
+		if n, ok := a.val.(pgtypes.Numeric); ok {
+			return n, nil
 		}
 		if iv, ok := a.val.(pgtypes.Interval); ok {
 			if s.name == "sum" {

@@ -124,6 +124,17 @@ func castValue(v any, from, to uint32, ec *evalCtx) (any, error) {
 		return textTo(FormatTextStyle(from, v, styleOf(ec)), to), nil
 	}
 	switch {
+	case isFloat(from) && to == pgtypes.OIDNumeric:
+		// float8_numeric and float4_numeric keep DBL_DIG and FLT_DIG
+		// significant digits.
+		digits := 15
+		if from == pgtypes.OIDFloat4 {
+			digits = 6
+		}
+		if f, ok := v.(float64); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return pgtypes.ParseNumeric(strconv.FormatFloat(f, 'g', digits, 64))
+		}
+		return numCast(v, to)
 	case isNumber(from) && isNumber(to):
 		return numCast(v, to)
 	case (isInt(from) || isOIDLike(from)) && (isInt(to) || isOIDLike(to)):
@@ -201,8 +212,13 @@ func toFloat(v any) float64 {
 	case float64:
 		return x
 	case pgtypes.Numeric:
-		if x == "NaN" {
+		switch x {
+		case pgtypes.NumericNaN:
 			return math.NaN()
+		case pgtypes.NumericPosInf:
+			return math.Inf(1)
+		case pgtypes.NumericNegInf:
+			return math.Inf(-1)
 		}
 		f, _ := strconv.ParseFloat(string(x), 64)
 		return f
@@ -242,7 +258,7 @@ func numScale(v any) int {
 
 // roundRat rounds half away from zero to scale digits, as numeric does.
 func roundRat(r *big.Rat, scale int) pgtypes.Numeric {
-	return pgtypes.Numeric(r.FloatString(scale))
+	return roundHalfAway(r, scale)
 }
 
 func numCast(v any, to uint32) (any, error) {
@@ -258,8 +274,11 @@ func numCast(v any, to uint32) (any, error) {
 			}
 			n = int64(math.RoundToEven(x))
 		case pgtypes.Numeric:
-			if x == "NaN" {
+			switch x {
+			case pgtypes.NumericNaN:
 				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cannot convert NaN to %s", typeName(to))
+			case pgtypes.NumericPosInf, pgtypes.NumericNegInf:
+				return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cannot convert infinity to %s", typeName(to))
 			}
 			s := roundRat(toRat(x), 0)
 			i, err := strconv.ParseInt(string(s), 10, 64)
@@ -287,11 +306,13 @@ func numCast(v any, to uint32) (any, error) {
 	case int64:
 		return pgtypes.Numeric(strconv.FormatInt(x, 10)), nil
 	case float64:
-		if math.IsNaN(x) {
-			return pgtypes.Numeric("NaN"), nil
-		}
-		if math.IsInf(x, 0) {
-			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "cannot convert infinity to numeric")
+		switch {
+		case math.IsNaN(x):
+			return pgtypes.NumericNaN, nil
+		case math.IsInf(x, 1):
+			return pgtypes.NumericPosInf, nil
+		case math.IsInf(x, -1):
+			return pgtypes.NumericNegInf, nil
 		}
 		n, err := pgtypes.ParseNumeric(strconv.FormatFloat(x, 'f', -1, 64))
 		if err != nil {

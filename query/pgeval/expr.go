@@ -719,21 +719,47 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 		}
 		out = c.applyTypmod(out, to, typmod)
 	}
-	// A cast of a literal is named after the type; a cast of anything
-	// else keeps the inner expression's name.
+	// A cast is named after its type unless what it casts has a name of
+	// its own (a column, a function, a subquery), as FigureColname does.
 	name := in.name
-	if (in.isConst || in.param > 0) && arr == nil {
+	if weakColname(tc.Arg) {
 		name = typeShortName(to)
 		if e := elemOf[to]; e != 0 && to != OIDInt2Vector && to != OIDOidVector {
 			name = typeShortName(e)
 		}
 	}
-	if in.name == "?column?" && !in.isConst && in.param == 0 {
-		name = "?column?"
-	}
 	ne := *out
 	ne.name = name
 	return &ne, nil
+}
+
+// weakColname reports whether FigureColnameInternal gives n a strength
+// of at most 1 (a literal, a parameter, an operator, CASE ...), so that a
+// cast of it is named after the type.
+func weakColname(n *pg.Node) bool {
+	switch x := n.Node.(type) {
+	case *pg.Node_ColumnRef, *pg.Node_FuncCall, *pg.Node_AArrayExpr, *pg.Node_RowExpr, *pg.Node_CoalesceExpr,
+		*pg.Node_MinMaxExpr, *pg.Node_SqlvalueFunction, *pg.Node_GroupingFunc, *pg.Node_XmlExpr, *pg.Node_XmlSerialize:
+		return false
+	case *pg.Node_AIndirection:
+		ind := x.AIndirection.Indirection
+		if len(ind) > 0 && ind[len(ind)-1].GetString_() != nil {
+			return false
+		}
+		return weakColname(x.AIndirection.Arg)
+	case *pg.Node_AExpr:
+		return x.AExpr.Kind != pg.A_Expr_Kind_AEXPR_NULLIF
+	case *pg.Node_TypeCast:
+		return weakColname(x.TypeCast.Arg)
+	case *pg.Node_CollateClause:
+		return weakColname(x.CollateClause.Arg)
+	case *pg.Node_SubLink:
+		switch x.SubLink.SubLinkType {
+		case pg.SubLinkType_EXISTS_SUBLINK, pg.SubLinkType_ARRAY_SUBLINK, pg.SubLinkType_EXPR_SUBLINK:
+			return false
+		}
+	}
+	return true
 }
 
 // applyTypmod enforces varchar(n)/char(n) lengths, numeric scale and

@@ -603,6 +603,16 @@ func buildFuncs() map[string][]*builtin {
 			if len(a) > 2 {
 				step = a[2]
 			}
+			for i, what := range []string{"start value", "stop value", "step size"}[:len(a)] {
+				if n, ok := a[i].(pgtypes.Numeric); ok {
+					switch {
+					case n == pgtypes.NumericNaN:
+						return nil, sqlstate.Errorf(codeInvalidParameterValue, "%s cannot be NaN", what)
+					case n.Inf() != 0:
+						return nil, sqlstate.Errorf(codeInvalidParameterValue, "%s cannot be infinity", what)
+					}
+				}
+			}
 			if compareValues(step, int64(0)) == 0 {
 				return nil, sqlstate.Errorf(codeInvalidParameterValue, "step size cannot equal zero")
 			}
@@ -665,13 +675,25 @@ func buildFuncs() map[string][]*builtin {
 		return x, nil
 	}))
 	add("sign", numFn(func(x any, t uint32) (any, error) {
+		// sign(NaN) is NaN for numeric and 0 for float8, whose sign
+		// compares with 0.
+		switch v := x.(type) {
+		case pgtypes.Numeric:
+			if v == pgtypes.NumericNaN {
+				return v, nil
+			}
+		case float64:
+			if math.IsNaN(v) {
+				return 0.0, nil
+			}
+		}
 		s := compareValues(x, int64(0))
 		return numCast(int64(s), t)
 	}))
 	roundLike := func(name string, mode func(f float64) float64, ratMode func(r *big.Rat, scale int) pgtypes.Numeric) {
 		add(name, &builtin{args: []uint32{tF8}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return mode(a[0].(float64)), nil }},
 			&builtin{args: []uint32{tNum, tInt4}, min: 1, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
-				if a[0] == pgtypes.Numeric("NaN") {
+				if a[0].(pgtypes.Numeric).IsSpecial() {
 					return a[0], nil
 				}
 				scale := 0
@@ -683,10 +705,18 @@ func buildFuncs() map[string][]*builtin {
 	}
 	roundLike("round", func(f float64) float64 { return math.RoundToEven(f) }, roundNumeric)
 	roundLike("trunc", math.Trunc, truncNumeric)
+	floorFn := func(ceil bool) func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+		return func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+			if n := a[0].(pgtypes.Numeric); n.IsSpecial() {
+				return n, nil
+			}
+			return floorNumeric(toRat(a[0]), ceil), nil
+		}
+	}
 	add("floor", &builtin{args: []uint32{tF8}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return math.Floor(a[0].(float64)), nil }},
-		&builtin{args: []uint32{tNum}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return floorNumeric(toRat(a[0]), false), nil }})
+		&builtin{args: []uint32{tNum}, ret: tNum, fn: floorFn(false)})
 	ceil := []*builtin{{args: []uint32{tF8}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return math.Ceil(a[0].(float64)), nil }},
-		{args: []uint32{tNum}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return floorNumeric(toRat(a[0]), true), nil }}}
+		{args: []uint32{tNum}, ret: tNum, fn: floorFn(true)}}
 	add("ceil", ceil...)
 	add("ceiling", ceil...)
 	add("mod", &builtin{args: []uint32{pAnyNum, pAnyNum}, retf: func(t []uint32) uint32 { return arithType(t[0], t[1]) }, fn: func(_ *evalCtx, a []any, t []uint32) (any, error) {
@@ -702,15 +732,24 @@ func buildFuncs() map[string][]*builtin {
 		return math.Sqrt(x), nil
 	})
 	floatFn("exp", func(x float64) (float64, error) { return math.Exp(x), nil })
+	logArg := func(x float64) error {
+		switch {
+		case x == 0:
+			return sqlstate.Errorf("2201E", "cannot take logarithm of zero")
+		case x < 0:
+			return sqlstate.Errorf("2201E", "cannot take logarithm of a negative number")
+		}
+		return nil
+	}
 	floatFn("ln", func(x float64) (float64, error) {
-		if x <= 0 {
-			return 0, sqlstate.Errorf("2201E", "cannot take logarithm of a non-positive number")
+		if err := logArg(x); err != nil {
+			return 0, err
 		}
 		return math.Log(x), nil
 	})
 	floatFn("log", func(x float64) (float64, error) {
-		if x <= 0 {
-			return 0, sqlstate.Errorf("2201E", "cannot take logarithm of a non-positive number")
+		if err := logArg(x); err != nil {
+			return 0, err
 		}
 		return math.Log10(x), nil
 	})
@@ -1283,8 +1322,8 @@ func toJSONStyle(oid uint32, v any, st pgtypes.Style) string {
 		}
 		return FormatTextStyle(oid, v, st)
 	case pgtypes.Numeric:
-		if x == "NaN" {
-			return `"NaN"`
+		if x.IsSpecial() {
+			return `"` + string(x) + `"`
 		}
 		return string(x)
 	case string:

@@ -143,15 +143,22 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
+// cmpNumeric orders numerics as numeric_cmp does: -Infinity, the
+// numbers, Infinity, then NaN (equal to itself).
 func cmpNumeric(a, b pgtypes.Numeric) int {
-	an, bn := a == "NaN", b == "NaN"
-	switch {
-	case an && bn:
-		return 0
-	case an:
+	rank := func(n pgtypes.Numeric) int {
+		switch n {
+		case pgtypes.NumericNegInf:
+			return 0
+		case pgtypes.NumericPosInf:
+			return 2
+		case pgtypes.NumericNaN:
+			return 3
+		}
 		return 1
-	case bn:
-		return -1
+	}
+	if ra, rb := rank(a), rank(b); ra != 1 || rb != 1 {
+		return cmpInt(int64(ra), int64(rb))
 	}
 	return toRat(a).Cmp(toRat(b))
 }
@@ -319,6 +326,19 @@ func (c *compiler) aexpr(a *pg.A_Expr, sc *scope) (*Expr, error) {
 			}
 			items = append(items, e)
 		}
+		// The list takes the type common to it and the left side, as
+		// transformAExprIn picks it: 1.5 IN (1, '2.5') is numeric.
+		oids := []uint32{l.oid}
+		for _, it := range items {
+			oids = append(oids, it.oid)
+		}
+		if t, err := commonType(oids, "IN", a.Location); err == nil && l.oid != pgtypes.OIDUnknown {
+			for i, it := range items {
+				if items[i], err = c.coerce(it, t, a.Location); err != nil {
+					return nil, err
+				}
+			}
+		}
 		arr, err := c.arrayOfExprs(items, a.Location)
 		if err != nil {
 			return nil, err
@@ -478,13 +498,7 @@ func (c *compiler) unary(op string, r *Expr, loc int32) (*Expr, error) {
 				case pgtypes.Interval:
 					return x.Neg()
 				case pgtypes.Numeric:
-					if x == "NaN" || x == "0" {
-						return x, nil
-					}
-					if strings.HasPrefix(string(x), "-") {
-						return x[1:], nil
-					}
-					return "-" + x, nil
+					return negNumeric(x), nil
 				}
 				return v, nil
 			}}
@@ -510,7 +524,13 @@ func (c *compiler) unary(op string, r *Expr, loc int32) (*Expr, error) {
 		}
 	case "@":
 		if isNumber(r.oid) {
-			return c.callBuiltin("abs", []*Expr{r}, loc)
+			e, err := c.callBuiltin("abs", []*Expr{r}, loc)
+			if err != nil {
+				return nil, err
+			}
+			ne := *e
+			ne.name = "?column?"
+			return &ne, nil
 		}
 	}
 	return nil, noOperator(loc, op, 0, r.oid)
@@ -869,8 +889,11 @@ func arithValues(op string, res uint32, x, y any) (any, error) {
 		}
 		return v, nil
 	}
-	if x == pgtypes.Numeric("NaN") || y == pgtypes.Numeric("NaN") {
-		return pgtypes.Numeric("NaN"), nil
+	if nx, _ := x.(pgtypes.Numeric); nx.IsSpecial() {
+		return specialArith(op, nx, asNumeric(y))
+	}
+	if ny, _ := y.(pgtypes.Numeric); ny.IsSpecial() {
+		return specialArith(op, asNumeric(x), ny)
 	}
 	a, b := toRat(x), toRat(y)
 	sa, sb := numScale(x), numScale(y)
@@ -894,6 +917,95 @@ func arithValues(op string, res uint32, x, y any) (any, error) {
 		qi := new(big.Int).Quo(q.Num(), q.Denom())
 		m := new(big.Rat).Sub(a, new(big.Rat).Mul(b, new(big.Rat).SetInt(qi)))
 		return roundHalfAway(m, max(sa, sb)), nil
+	}
+	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "numeric %s is not supported", op)
+}
+
+// asNumeric is an integer or numeric value as a numeric.
+func asNumeric(v any) pgtypes.Numeric {
+	if i, ok := v.(int64); ok {
+		return pgtypes.Numeric(strconv.FormatInt(i, 10))
+	}
+	n, _ := v.(pgtypes.Numeric)
+	return n
+}
+
+// numSign is the sign of a numeric other than NaN, infinities included.
+func numSign(n pgtypes.Numeric) int {
+	if i := n.Inf(); i != 0 {
+		return i
+	}
+	return toRat(n).Sign()
+}
+
+// negNumeric is -n.
+func negNumeric(n pgtypes.Numeric) pgtypes.Numeric {
+	switch {
+	case n == pgtypes.NumericNaN || numSign(n) == 0:
+		return n
+	case strings.HasPrefix(string(n), "-"):
+		return n[1:]
+	}
+	return "-" + n
+}
+
+// specialArith is + - * / % with NaN or an infinity on a side, as
+// numeric_add, numeric_sub, numeric_mul, numeric_div and numeric_mod
+// answer: NaN wins, Infinity - Infinity and Infinity * 0 are NaN, a
+// number over an infinity is 0, and an infinity over 0 still fails.
+func specialArith(op string, a, b pgtypes.Numeric) (any, error) {
+	if a == pgtypes.NumericNaN || b == pgtypes.NumericNaN {
+		return pgtypes.NumericNaN, nil
+	}
+	ia, ib := a.Inf(), b.Inf()
+	inf := func(sign int) pgtypes.Numeric {
+		switch sign {
+		case 1:
+			return pgtypes.NumericPosInf
+		case -1:
+			return pgtypes.NumericNegInf
+		}
+		return pgtypes.NumericNaN
+	}
+	divZero := sqlstate.Errorf(sqlstate.CodeDivisionByZero, "division by zero")
+	switch op {
+	case "+":
+		switch {
+		case ia != 0 && ib != 0 && ia != ib:
+			return pgtypes.NumericNaN, nil
+		case ia != 0:
+			return a, nil
+		}
+		return b, nil
+	case "-":
+		switch {
+		case ia != 0 && ia == ib:
+			return pgtypes.NumericNaN, nil
+		case ia != 0:
+			return a, nil
+		}
+		return negNumeric(b), nil
+	case "*":
+		return inf(numSign(a) * numSign(b)), nil
+	case "/":
+		if ia == 0 {
+			return pgtypes.Numeric("0"), nil
+		}
+		if ib != 0 {
+			return pgtypes.NumericNaN, nil
+		}
+		if numSign(b) == 0 {
+			return nil, divZero
+		}
+		return inf(ia * numSign(b)), nil
+	case "%":
+		if ia == 0 {
+			return a, nil
+		}
+		if numSign(b) == 0 {
+			return nil, divZero
+		}
+		return pgtypes.NumericNaN, nil
 	}
 	return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "numeric %s is not supported", op)
 }
@@ -922,9 +1034,14 @@ func divScale(a, b *big.Rat, sa, sb int) int {
 	return min(rs, 1000)
 }
 
-// roundHalfAway rounds to scale fraction digits, half away from zero.
+// roundHalfAway rounds to scale fraction digits, half away from zero;
+// numeric has no negative zero.
 func roundHalfAway(r *big.Rat, scale int) pgtypes.Numeric {
-	return pgtypes.Numeric(r.FloatString(scale))
+	s := r.FloatString(scale)
+	if s[0] == '-' && strings.Trim(s[1:], "0.") == "" {
+		s = s[1:]
+	}
+	return pgtypes.Numeric(s)
 }
 
 func (c *compiler) concatOp(l, r *Expr, loc int32) (*Expr, error) {

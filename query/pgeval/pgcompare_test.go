@@ -525,3 +525,110 @@ func TestAgainstPostgresIntervalArith(t *testing.T) {
 	}
 	t.Logf("compared %d random interval expressions with PostgreSQL's", compared)
 }
+
+// TestAgainstPostgresNumericInfinity compares numeric arithmetic,
+// comparison, functions, casts and aggregates over values that include
+// Infinity, -Infinity and NaN with PostgreSQL 15's on random inputs
+// (CELLAR_PGEVAL_AGAINST).
+func TestAgainstPostgresNumericInfinity(t *testing.T) {
+	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
+	if addr == "" {
+		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+		return
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	seed := int64(11)
+	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	r := rand.New(rand.NewSource(seed))
+	num := func() string {
+		switch r.Intn(9) {
+		case 0:
+			return "'Infinity'::numeric"
+		case 1:
+			return "'-Infinity'::numeric"
+		case 2:
+			return []string{"'NaN'::numeric", "'inf'::numeric", "'-inf'::numeric"}[r.Intn(3)]
+		case 3:
+			return []string{"0", "0.0", "0.000", "1", "-1"}[r.Intn(5)] + "::numeric"
+		case 4:
+			return fmt.Sprint(r.Intn(200) - 100)
+		case 5:
+			return fmt.Sprintf("%d.%0*d", r.Intn(2000)-1000, 1+r.Intn(4), r.Intn(1000))
+		case 6:
+			return fmt.Sprintf("%de%d", r.Intn(19)-9, r.Intn(40)-20)
+		}
+		return fmt.Sprintf("%.*f", r.Intn(5), r.NormFloat64()*100)
+	}
+	list := func() string {
+		var vs []string
+		for n := 1 + r.Intn(5); n > 0; n-- {
+			v := num()
+			if r.Intn(6) == 0 {
+				v = "NULL::numeric"
+			}
+			vs = append(vs, "("+v+"::numeric)")
+		}
+		return strings.Join(vs, ", ")
+	}
+	ops := []string{"+", "-", "*", "/", "%", "<", "<=", "=", "<>", ">", ">="}
+	gens := []func() string{
+		func() string { return fmt.Sprintf("SELECT %s::numeric %s %s", num(), ops[r.Intn(len(ops))], num()) },
+		func() string {
+			return fmt.Sprintf("SELECT (%s::numeric %s %s) %s %s", num(), ops[r.Intn(5)], num(), ops[r.Intn(5)], num())
+		},
+		func() string {
+			f := []string{"abs", "sign", "ceil", "floor", "round", "trunc", "-", "@"}[r.Intn(8)]
+			return fmt.Sprintf("SELECT %s(%s::numeric)", f, num())
+		},
+		func() string {
+			return fmt.Sprintf("SELECT %s(%s::numeric, %d)", []string{"round", "trunc"}[r.Intn(2)], num(), r.Intn(7)-3)
+		},
+		func() string { return fmt.Sprintf("SELECT mod(%s::numeric, %s::numeric)", num(), num()) },
+		func() string {
+			return fmt.Sprintf("SELECT %s(%s::numeric, %s, %s)", []string{"greatest", "least"}[r.Intn(2)], num(), num(), num())
+		},
+		func() string {
+			return fmt.Sprintf("SELECT (%s::numeric)::%s", num(), []string{"float8", "float4", "int4", "int8", "int2", "numeric(6,2)", "numeric(10)", "text"}[r.Intn(8)])
+		},
+		func() string {
+			return fmt.Sprintf("SELECT (%s)::numeric", []string{"'Infinity'::float8", "'-inf'::float4", "'nan'::float8", fmt.Sprint(r.NormFloat64() * 1e6)}[r.Intn(4)])
+		},
+		func() string {
+			return fmt.Sprintf("SELECT %s::numeric %s %s::%s", num(), ops[5+r.Intn(6)], num(), []string{"float8", "int8", "numeric"}[r.Intn(3)])
+		},
+		func() string {
+			return fmt.Sprintf("SELECT sum(x), avg(x), min(x), max(x), count(x) FROM (VALUES %s) v(x)", list())
+		},
+		func() string {
+			return fmt.Sprintf("SELECT string_agg(x::text, ',' ORDER BY x %s) FROM (VALUES %s) v(x)", []string{"", "DESC", "NULLS FIRST"}[r.Intn(3)], list())
+		},
+		func() string {
+			return fmt.Sprintf("SELECT count(DISTINCT x), string_agg(DISTINCT x::text, ',') FROM (VALUES %s, %s) v(x)", list(), list())
+		},
+		func() string { return fmt.Sprintf("SELECT to_jsonb(%s::numeric), to_json(%s::numeric)", num(), num()) },
+	}
+	compared, bad := 0, 0
+	for i := 0; i < 4000; i++ {
+		sql := gens[r.Intn(len(gens))]()
+		ours := firstRowStyled(styleEnv("", "UTC", "postgres"), sql)
+		theirs := pgFirst(ctx, conn, "UTC", "postgres", sql)
+		for _, s := range []*string{&ours, &theirs} {
+			if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
+				*s = (*s)[:i]
+			}
+		}
+		compared++
+		if ours != theirs && bad < 40 {
+			bad++
+			t.Errorf("%s:\n cellar:   %s\n postgres: %s", sql, ours, theirs)
+		}
+	}
+	t.Logf("compared %d random numeric expressions with PostgreSQL's", compared)
+}

@@ -254,7 +254,7 @@ func avgOf(spec *aggSpec, sum any, n int64) (any, error) {
 	case float64:
 		a.fsum = x
 	case pgtypes.Numeric:
-		if x == "NaN" {
+		if x.IsSpecial() {
 			a.val = x
 			break
 		}

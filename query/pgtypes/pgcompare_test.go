@@ -485,3 +485,47 @@ func TestAgainstPostgresInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestAgainstPostgresNumericInput reads numeric text, the special values
+// in every spelling, case and sign with white space around, and random
+// strings over their characters, comparing values and errors with
+// numeric_in's.
+func TestAgainstPostgresNumericInput(t *testing.T) {
+	c := pgConn(t)
+	if c == nil {
+		return
+	}
+	inputs := []string{"Infinity", "-Infinity", "+Infinity", "inf", "+inf", "-inf", "INF", "iNfInItY", "NaN", "nan", "-NaN", "+nan",
+		" inf", "inf ", "\tinf\n", " \v-Infinity\f\r", "infinit", "infx", "Infinityy", "- inf", "+-inf", "in f", "1.50", " -0.000 ", "1e3", "1E-3",
+		".5", "5.", "+.5e+2", "", " ", "e5", "1e", "--1", "0x10", "1_000", "\u00a0inf", "inf\u00a0"}
+	r := rand.New(rand.NewSource(5))
+	alphabet := []string{"i", "I", "n", "N", "f", "F", "t", "y", "a", "-", "+", " ", "\t", ".", "1", "0", "e"}
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		if r.Intn(2) == 0 {
+			b.WriteString([]string{" ", "", "-", "+", "\t"}[r.Intn(5)])
+			b.WriteString([]string{"inf", "Infinity", "nan", "INFINITY", "1.5"}[r.Intn(5)])
+		}
+		for n := r.Intn(4); n > 0; n-- {
+			b.WriteString(alphabet[r.Intn(len(alphabet))])
+		}
+		inputs = append(inputs, b.String())
+	}
+	bad, compared := 0, 0
+	for _, in := range inputs {
+		pgv, pe := pgText(t, c, "select "+quoteLit(in)+"::numeric")
+		got, err := ParseText(OIDNumeric, in)
+		compared++
+		switch {
+		case pe != "" || err != nil:
+			if sqlCode(pe) != sqlCode(fmt.Sprint(err)) && bad < 40 {
+				bad++
+				t.Errorf("%q: pg %s, we %v", in, pe, err)
+			}
+		case string(got.(Numeric)) != pgv && bad < 40:
+			bad++
+			t.Errorf("%q: we %s, pg %s", in, got, pgv)
+		}
+	}
+	t.Logf("compared %d numeric inputs with PostgreSQL's", compared)
+}

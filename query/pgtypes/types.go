@@ -54,8 +54,30 @@ const (
 //
 // and nil is NULL.
 
-// Numeric is a decimal number in canonical text form ("-12.50", "NaN").
+// Numeric is a decimal number in canonical text form ("-12.50"), or
+// one of numeric's special values NaN, Infinity and -Infinity.
 type Numeric string
+
+// numeric's special values, as numeric_out writes them.
+const (
+	NumericNaN    Numeric = "NaN"
+	NumericPosInf Numeric = "Infinity"
+	NumericNegInf Numeric = "-Infinity"
+)
+
+// IsSpecial reports whether n is NaN or an infinity.
+func (n Numeric) IsSpecial() bool { return n == NumericNaN || n == NumericPosInf || n == NumericNegInf }
+
+// Inf is 1 for Infinity, -1 for -Infinity and 0 otherwise.
+func (n Numeric) Inf() int {
+	switch n {
+	case NumericPosInf:
+		return 1
+	case NumericNegInf:
+		return -1
+	}
+	return 0
+}
 
 // Column describes a result column.
 type Column struct {
@@ -168,7 +190,7 @@ func ParseTextStyle(oid uint32, s string, st Style) (any, error) {
 		switch strings.ToLower(t) {
 		case "nan":
 			return math.NaN(), nil
-		case "infinity", "+infinity", "inf":
+		case "infinity", "+infinity", "inf", "+inf":
 			return math.Inf(1), nil
 		case "-infinity", "-inf":
 			return math.Inf(-1), nil
@@ -234,13 +256,21 @@ func ParseTextStyle(oid uint32, s string, st Style) (any, error) {
 }
 
 // ParseNumeric checks and canonicalizes a decimal number: digits with an
-// optional point and exponent, as numeric_in reads them. Numbers beyond
-// numeric's range (131072 digits before the point, 16383 after) are
-// 22003 "value overflows numeric format".
+// optional point and exponent, as numeric_in reads them, or NaN and the
+// infinities in float8in's spellings (Infinity, inf, with a sign, in any
+// case), with white space around. Numbers beyond numeric's range (131072
+// digits before the point, 16383 after) are 22003 "value overflows
+// numeric format".
 func ParseNumeric(s string) (Numeric, error) {
-	t := strings.TrimSpace(s)
-	if strings.EqualFold(t, "nan") {
-		return "NaN", nil
+	t := strings.TrimFunc(s, func(r rune) bool { return r < 0x80 && isSpaceB(byte(r)) })
+	for _, sp := range []struct {
+		text string
+		n    Numeric
+	}{{"nan", NumericNaN}, {"infinity", NumericPosInf}, {"+infinity", NumericPosInf}, {"-infinity", NumericNegInf},
+		{"inf", NumericPosInf}, {"+inf", NumericPosInf}, {"-inf", NumericNegInf}} {
+		if len(t) == len(sp.text) && strings.EqualFold(t, sp.text) { // ASCII only, as pg_strncasecmp
+			return sp.n, nil
+		}
 	}
 	body := strings.TrimLeft(t, "+-")
 	if len(t)-len(body) > 1 {
