@@ -120,6 +120,8 @@ type portal struct {
 	formats []int16
 	res     *query.Result
 	pos     int
+	// err ended res's statement after its rows, to be sent after them.
+	err error
 }
 
 // fatal is an error that ends the connection after it is sent.

@@ -214,6 +214,16 @@ func (c *conn) simpleQuery(sql string) {
 		}
 		res, err := c.run(st, nil)
 		if err != nil {
+			if res != nil && len(res.Rows) > 0 && res.Copy == nil && res.CopyIn == nil {
+				// The rows made before the error go first, as
+				// PostgreSQL streams them. Without any, the error may
+				// be one PostgreSQL finds while planning (1/0 folded),
+				// before its RowDescription.
+				c.send(rowDescription(res.Columns, nil))
+				if err := c.sendRows(res, 0, len(res.Rows), nil); err != nil {
+					return
+				}
+			}
 			c.sendError(err)
 			return
 		}
@@ -507,7 +517,12 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	if p.res == nil {
 		res, err := c.run(p.st, p.args)
 		if err != nil {
-			return err
+			if res == nil || res.Copy != nil || res.CopyIn != nil {
+				return err
+			}
+			// The rows made before the error are sent first, as
+			// PostgreSQL streams them; the error comes after them.
+			p.err = err
 		}
 		p.res = res
 		c.sendNotices(res.Notices)
@@ -537,9 +552,14 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	}
 	sent := end - p.pos
 	p.pos = end
-	if p.pos < len(p.res.Rows) {
+	// A row limit that the rows before an error fill suspends the
+	// portal: PostgreSQL would not have run into the error yet.
+	if p.pos < len(p.res.Rows) || p.err != nil && m.MaxRows > 0 && sent == int(m.MaxRows) {
 		c.send(&pgproto3.PortalSuspended{})
 		return nil
+	}
+	if p.err != nil {
+		return p.err
 	}
 	tag := append(c.tagBuf[:0], p.res.Tag...)
 	if strings.HasPrefix(p.res.Tag, "SELECT ") {

@@ -189,12 +189,14 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 	st := &Statement{SQL: text, Columns: q.plan.Columns(), Params: q.plan.Params(), kind: "SELECT"}
 	st.asOf = func(us int64) { q.cat.asOf = us }
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
+		// An error while the rows are made comes with the rows before
+		// it, which PostgreSQL would have streamed to the client.
+		res := &Result{Columns: st.Columns}
 		rows, err := q.plan.Run(ctx, s.env(q.cat), args)
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 		defer rows.Close()
-		res := &Result{Columns: st.Columns}
 		size := int64(0)
 		for {
 			row, err := rows.Next(ctx)
@@ -202,7 +204,7 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 				break
 			}
 			if err != nil {
-				return nil, err
+				return res, err
 			}
 			res.Rows = append(res.Rows, row)
 			if size += rowSize(row); size > s.resultBudget() {

@@ -272,6 +272,8 @@ func syntaxError(err error) error {
 
 // Execute runs a statement with its arguments (Go values of the
 // statement's parameter types), under PostgreSQL's transaction rules.
+// A query that fails while it makes its rows returns, with the error, a
+// Result of its columns and the rows before the error.
 func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Result, error) {
 	ctx = s.asUser(ctx)
 	if s.tx == TxFailed && !st.endsTx {
@@ -297,11 +299,14 @@ func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Resu
 	res, err := st.run(ctx, s, args)
 	if err != nil {
 		s.Failed()
+		if res != nil && res.Columns == nil {
+			res = nil
+		}
 		if ctx.Err() != nil {
 			// Whatever noticed the cancel, the client is told why.
-			return nil, canceled(ctx.Err())
+			return res, canceled(ctx.Err())
 		}
-		return nil, err
+		return res, err
 	}
 	return res, nil
 }
