@@ -476,36 +476,49 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 				res.Notices = append(res.Notices, sqlstate.Notice("WARNING", sqlstate.CodeActiveTransaction, "there is already a transaction in progress"))
 				return res, nil
 			}
-			saved := s.set.clone()
-			s.txSaved = &saved
-			s.tx = TxActive
-			s.txw, s.txStart = &txState{}, s.opts.Clock()
+			s.beginTx()
 			return res, nil
 		}
 	case pg.TransactionStmtKind_TRANS_STMT_COMMIT:
 		st.endsTx = true
+		chain := t.Chain
 		st.run = func(ctx context.Context, s *Session, _ []any) (*Result, error) {
-			switch s.tx {
-			case TxIdle:
+			switch {
+			case s.tx == TxIdle && chain:
+				return nil, sqlstate.Errorf(sqlstate.CodeNoActiveTransaction, "COMMIT AND CHAIN can only be used in transaction blocks")
+			case s.tx == TxIdle:
 				return &Result{Tag: "COMMIT", Notices: []*sqlstate.Error{sqlstate.Notice("WARNING", sqlstate.CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
-			case TxFailed:
+			case s.tx == TxFailed:
 				s.endTx(false)
+				if chain {
+					s.beginTx()
+				}
 				return &Result{Tag: "ROLLBACK"}, nil
 			}
 			err := s.commitWrites(ctx)
 			s.endTx(true)
 			if err != nil {
-				return nil, err
+				return nil, err // and no new transaction, as in PostgreSQL
+			}
+			if chain {
+				s.beginTx()
 			}
 			return &Result{Tag: "COMMIT"}, nil
 		}
 	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK:
 		st.endsTx = true
+		chain := t.Chain
 		st.run = func(_ context.Context, s *Session, _ []any) (*Result, error) {
-			if s.tx == TxIdle {
+			switch {
+			case s.tx == TxIdle && chain:
+				return nil, sqlstate.Errorf(sqlstate.CodeNoActiveTransaction, "ROLLBACK AND CHAIN can only be used in transaction blocks")
+			case s.tx == TxIdle:
 				return &Result{Tag: "ROLLBACK", Notices: []*sqlstate.Error{sqlstate.Notice("WARNING", sqlstate.CodeNoActiveTransaction, "there is no transaction in progress")}}, nil
 			}
 			s.endTx(false)
+			if chain {
+				s.beginTx()
+			}
 			return &Result{Tag: "ROLLBACK"}, nil
 		}
 	case pg.TransactionStmtKind_TRANS_STMT_SAVEPOINT:
@@ -554,6 +567,14 @@ func (s *Session) compileTx(st *Statement, t *pg.TransactionStmt) (*Statement, e
 
 // endTx ends a transaction block: a rollback restores the settings from
 // its start, as PostgreSQL's SET is transactional.
+// beginTx starts a transaction block.
+func (s *Session) beginTx() {
+	saved := s.set.clone()
+	s.txSaved = &saved
+	s.tx = TxActive
+	s.txw, s.txStart = &txState{}, s.opts.Clock()
+}
+
 func (s *Session) endTx(commit bool) {
 	if !commit && s.txSaved != nil {
 		s.set = *s.txSaved
