@@ -87,7 +87,9 @@ type conn struct {
 }
 
 type prepared struct {
-	st *query.Statement // nil: an empty statement
+	st  *query.Statement // nil: an empty statement
+	sql string
+	at  time.Time // when it was parsed
 	// desc is the statement's last RowDescription and the columns and
 	// result formats it was made for: libpq describes the portal of
 	// every execution of a prepared statement.
@@ -352,7 +354,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	}
 	superuser := user != nil && user.Superuser || method == MethodTrust && user == nil
 	sess, err := c.srv.opts.NewSession(query.SessionOptions{User: c.user, Database: c.database,
-		ApplicationName: params["application_name"], Superuser: superuser, Settings: settings, Portals: c})
+		ApplicationName: params["application_name"], Superuser: superuser, Settings: settings, Portals: c, Prepared: c.preparedStatements})
 	if err != nil {
 		e := sqlstate.AsError(err)
 		e.Severity = "FATAL"

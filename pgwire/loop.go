@@ -361,7 +361,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 			}
 		}
 	}
-	c.stmts[m.Name] = &prepared{st: st}
+	c.stmts[m.Name] = &prepared{st: st, sql: m.Query, at: c.srv.opts.Clock()}
 	c.send(&pgproto3.ParseComplete{})
 	return nil
 }

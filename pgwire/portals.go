@@ -2,7 +2,9 @@ package pgwire
 
 import (
 	"context"
+	"sort"
 
+	"github.com/cellardb/cellar/query/pgcatalog"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
@@ -60,4 +62,22 @@ func (c *conn) FetchPortal(ctx context.Context, name string, n int64) ([]pgtypes
 	rows := p.res.Rows[p.pos:end]
 	p.pos = end
 	return p.res.Columns, rows, nil
+}
+
+// preparedStatements lists the named prepared statements, by name, for
+// pg_prepared_statements (pgx checks there what a failed Prepare left).
+func (c *conn) preparedStatements() []pgcatalog.PreparedStatement {
+	var out []pgcatalog.PreparedStatement
+	for name, p := range c.stmts {
+		if name == "" {
+			continue
+		}
+		ps := pgcatalog.PreparedStatement{Name: name, Statement: p.sql, PrepareTime: p.at, ParameterTypes: []uint32{}}
+		if p.st != nil {
+			ps.ParameterTypes = p.st.Params
+		}
+		out = append(out, ps)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

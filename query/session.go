@@ -11,6 +11,7 @@ import (
 	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
 	"github.com/pingcap/tidb/pkg/parser"
 
+	"github.com/cellardb/cellar/query/pgcatalog"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
@@ -38,6 +39,9 @@ type SessionOptions struct {
 	// Portals are the connection's named protocol portals, which FETCH,
 	// MOVE and CLOSE reach as they reach cursors; nil: none.
 	Portals Portals
+	// Prepared lists the connection's named prepared statements, for
+	// pg_prepared_statements; nil: none.
+	Prepared func() []pgcatalog.PreparedStatement
 }
 
 // TxStatus is the transaction status ReadyForQuery reports.

@@ -25,6 +25,6 @@ func (s *Session) systemRelation(ctx context.Context, schema, name string) (pgev
 		}
 	}
 	rel, ok := pgcatalog.Relation(schema, name, pgcatalog.Source{Tables: tables, User: s.opts.User, Database: s.opts.Database,
-		Setting: s.Setting, BackendPID: s.opts.BackendPID})
+		Setting: s.Setting, BackendPID: s.opts.BackendPID, Prepared: s.opts.Prepared})
 	return rel, ok, nil
 }

@@ -556,12 +556,9 @@ func pgPreparedStatements(s *snapshot, d *relDef) [][]any {
 	}
 	var rows [][]any
 	for _, p := range s.src.Prepared() {
-		var res any
-		if p.ResultTypes != nil {
-			res = regtypes(p.ResultTypes)
-		}
+		// PostgreSQL 15 has no result_types (16 added it).
 		rows = append(rows, s.row(d, "name", p.Name, "statement", p.Statement, "prepare_time", timeOrNil(p.PrepareTime),
-			"parameter_types", regtypes(p.ParameterTypes), "result_types", res, "from_sql", p.FromSQL,
+			"parameter_types", regtypes(p.ParameterTypes), "from_sql", p.FromSQL,
 			"generic_plans", 0, "custom_plans", 0))
 	}
 	return rows

@@ -402,6 +402,10 @@ func (b *builtin) regtype(oid uint32) pgeval.Reg {
 	if oid == 0 {
 		return pgeval.Reg{Name: "-"}
 	}
+	// A regtype prints as format_type does (bigint, not int8).
+	if n := pgeval.FormatType(oid, -1); n != "???" {
+		return pgeval.Reg{OID: oid, Name: n}
+	}
 	if t, ok := b.types[oid]; ok {
 		return pgeval.Reg{OID: oid, Name: t.name}
 	}

@@ -71,7 +71,6 @@ type PreparedStatement struct {
 	Name, Statement string
 	PrepareTime     time.Time
 	ParameterTypes  []uint32
-	ResultTypes     []uint32
 	FromSQL         bool
 }
 
