@@ -76,6 +76,9 @@ type conn struct {
 	stmtTimeout, idleTimeout, idleInTxTimeout durationSetting
 	stmts                                     map[string]*prepared
 	portals                                   map[string]*portal
+	// stmtDeadline is when statement_timeout ends the extended-protocol
+	// statement under way (zero: none).
+	stmtDeadline time.Time
 
 	// unnamed is the unnamed portal's memory, reused by every Bind to
 	// it (the extended protocol's common case): a Bind replaces the

@@ -34,6 +34,31 @@ func (c *conn) loop() {
 			c.deadlineSet = false
 		}
 		c.mu.Unlock()
+		if !c.stmtDeadline.IsZero() && !time.Now().Before(c.stmtDeadline) {
+			// statement_timeout ran out between the messages of an
+			// extended-protocol statement. PostgreSQL notices it when
+			// the next message arrives, which it then drops.
+			c.stmtDeadline = time.Time{}
+			timedOut := sqlstate.Errorf(sqlstate.CodeQueryCanceled, "canceling statement due to statement timeout")
+			switch msg.(type) {
+			case *pgproto3.Terminate, *pgproto3.Sync:
+				c.extended(timedOut) // the Sync ends the skipping below
+			case *pgproto3.Query:
+				c.sendError(timedOut)
+				c.sess.Failed()
+				c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
+				if c.flush() != nil {
+					return
+				}
+				continue
+			default:
+				c.extended(timedOut)
+				if c.flush() != nil {
+					return
+				}
+				continue
+			}
+		}
 		if c.skipping {
 			switch msg.(type) {
 			case *pgproto3.Sync, *pgproto3.Terminate:
@@ -41,9 +66,14 @@ func (c *conn) loop() {
 				continue // after an error, everything up to Sync
 			}
 		}
+		switch msg.(type) {
+		case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute:
+			c.armStatementTimeout()
+		}
 		flush := false
 		switch m := msg.(type) {
 		case *pgproto3.Query:
+			c.stmtDeadline = time.Time{}
 			c.simpleQuery(m.String)
 			flush = true
 		case *pgproto3.Parse:
@@ -54,10 +84,12 @@ func (c *conn) loop() {
 			flush = c.extended(c.describe(m))
 		case *pgproto3.Execute:
 			flush = c.extended(c.execute(m))
+			c.stmtDeadline = time.Time{}
 		case *pgproto3.Close:
 			flush = c.extended(c.close(m))
 		case *pgproto3.Sync:
 			c.skipping = false
+			c.stmtDeadline = time.Time{}
 			if c.sess.TxStatus() == query.TxIdle {
 				// The implicit transaction ends: its portals go.
 				clear(c.portals)
@@ -171,10 +203,23 @@ func (s *durationSetting) get(sess Session) time.Duration {
 	return s.d
 }
 
+// armStatementTimeout starts statement_timeout at an extended-protocol
+// statement's first message, as PostgreSQL does; an Execute that
+// completes, or Sync, stops it.
+func (c *conn) armStatementTimeout() {
+	if c.stmtDeadline.IsZero() {
+		if d := c.stmtTimeout.get(c.sess); d > 0 {
+			c.stmtDeadline = time.Now().Add(d)
+		}
+	}
+}
+
 func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err error) {
 	var ctx context.Context
 	var cancel context.CancelFunc
-	if d := c.stmtTimeout.get(c.sess); d > 0 {
+	if !c.stmtDeadline.IsZero() {
+		ctx, cancel = context.WithDeadline(context.Background(), c.stmtDeadline)
+	} else if d := c.stmtTimeout.get(c.sess); d > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), d)
 	} else {
 		ctx, cancel = context.WithCancel(context.Background())

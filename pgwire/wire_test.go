@@ -26,7 +26,8 @@ import (
 //	{"Type":"RowDescription",...}
 //	...
 //
-// `until` reads messages until it has seen the listed types in order;
+// `until` reads messages until it has seen the listed types in order
+// (`sleep` waits for as long as its input says, such as 200ms);
 // `until cellar-only` marks output that differs on PostgreSQL by design
 // (its list of settings, say), which a run against PostgreSQL does not
 // compare.
@@ -78,6 +79,14 @@ func TestWire(t *testing.T) {
 				if err := fe.Flush(); err != nil {
 					t.Fatal(err)
 				}
+				return ""
+			case "sleep":
+				// Lets a timeout run out between messages.
+				d, err := time.ParseDuration(strings.TrimSpace(d.Input))
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(d)
 				return ""
 			case "until":
 				want := strings.Fields(d.Input)
