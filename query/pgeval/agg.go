@@ -24,6 +24,10 @@ type aggSpec struct {
 	filter   *Expr
 	oid      uint32
 	desc     string
+	// within: an ordered-set or hypothetical-set aggregate (WITHIN
+	// GROUP), whose direct arguments run over the group's keys.
+	within bool
+	direct []*Expr
 }
 
 var aggNames = map[string]bool{
@@ -321,8 +325,14 @@ func (a *acc) step(args []any) error {
 	return nil
 }
 
-func (a *acc) result() (any, error) {
+// result is the aggregate's value for its group; group is the group's
+// post-aggregation row so far (its keys), for WITHIN GROUP's direct
+// arguments.
+func (a *acc) result(ec *evalCtx, group []any) (any, error) {
 	s := a.spec
+	if s.within {
+		return a.withinResult(ec, group)
+	}
 	if a.rows != nil {
 		keys := s.orderKey
 		if len(keys) == 0 && s.distinct {
@@ -554,7 +564,7 @@ func (n *aggNode) open(ec *evalCtx) (iter, error) {
 	for _, g := range order {
 		row := append([]any{}, g.keys...)
 		for _, a := range g.accs {
-			v, err := a.result()
+			v, err := a.result(ec, row)
 			if err != nil {
 				return nil, err
 			}
@@ -590,7 +600,7 @@ func containsAgg(n *pg.Node) bool {
 			return false
 		case *pg.Node_FuncCall:
 			name := strings.TrimPrefix(strings.ToLower(opName(x.FuncCall.Funcname)), "pg_catalog.")
-			if aggNames[name] && x.FuncCall.Over == nil {
+			if (aggNames[name] || x.FuncCall.AggWithinGroup) && x.FuncCall.Over == nil {
 				found = true
 			}
 		}
@@ -605,7 +615,7 @@ func aggLocation(n *pg.Node) int32 {
 	walk(n, func(m *pg.Node) bool {
 		if f := m.GetFuncCall(); f != nil && loc < 0 {
 			name := strings.TrimPrefix(strings.ToLower(opName(f.Funcname)), "pg_catalog.")
-			if aggNames[name] {
+			if aggNames[name] || f.AggWithinGroup {
 				loc = f.Location
 			}
 		}

@@ -1390,6 +1390,9 @@ func (c *compiler) funcCallSRF(f *pg.FuncCall, sc *scope, inFrom bool) (*Expr, e
 	if schema != "" && schema != "pg_catalog" && !(schema == "information_schema" && name == "_pg_expandarray") {
 		return nil, errAt(f.Location, sqlstate.CodeUndefinedFunction, "function %s(%s) does not exist", strings.Join(parts, "."), "")
 	}
+	if f.AggWithinGroup {
+		return c.withinGroup(name, f, sc)
+	}
 	if f.Over != nil {
 		return c.window(name, f, sc)
 	}

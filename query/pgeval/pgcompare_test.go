@@ -632,3 +632,100 @@ func TestAgainstPostgresNumericInfinity(t *testing.T) {
 	}
 	t.Logf("compared %d random numeric expressions with PostgreSQL's", compared)
 }
+
+// TestAgainstPostgresOrderedSet compares percentile_cont, percentile_disc
+// (with one fraction and with an array of them), mode and the
+// hypothetical-set aggregates with PostgreSQL 15's over random groups of
+// values, NULLs, duplicates and numeric and float infinities included
+// (CELLAR_PGEVAL_AGAINST).
+func TestAgainstPostgresOrderedSet(t *testing.T) {
+	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
+	if addr == "" {
+		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+		return
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	seed := int64(13)
+	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	r := rand.New(rand.NewSource(seed))
+	kinds := []struct {
+		typ string
+		val func() string
+	}{
+		{"float8", func() string {
+			return []string{fmt.Sprintf("%g", r.NormFloat64()*100), fmt.Sprint(r.Intn(5)), "'Infinity'", "'-Infinity'", fmt.Sprintf("%.2f", r.Float64())}[r.Intn(5)]
+		}},
+		{"int4", func() string { return fmt.Sprint(r.Intn(20) - 5) }},
+		{"numeric", func() string {
+			return []string{fmt.Sprintf("%.*f", r.Intn(4), r.NormFloat64()*50), "'Infinity'", "'-inf'", "'NaN'", fmt.Sprint(r.Intn(4))}[r.Intn(5)]
+		}},
+		{"interval", func() string {
+			return fmt.Sprintf("'%d mons %d days %d hours'", r.Intn(5)-2, r.Intn(60)-30, r.Intn(48)-24)
+		}},
+		{"text", func() string { return fmt.Sprintf("'%c%c'", 'a'+r.Intn(3), 'a'+r.Intn(2)) }},
+	}
+	frac := func() string {
+		return []string{"0", "1", "0.5", fmt.Sprintf("%.3f", r.Float64()), fmt.Sprintf("%g", r.Float64()), "NULL", "1.5", "-0.1"}[r.Intn(8)]
+	}
+	compared, bad := 0, 0
+	for i := 0; i < 3000; i++ {
+		k := kinds[r.Intn(len(kinds))]
+		var vals []string
+		for n := r.Intn(9); n >= 0; n-- {
+			v := k.val() + "::" + k.typ
+			if r.Intn(7) == 0 {
+				v = "NULL::" + k.typ
+			}
+			vals = append(vals, "("+v+")")
+		}
+		dir := []string{"", " DESC", " NULLS FIRST", " DESC NULLS LAST"}[r.Intn(4)]
+		var aggs []string
+		switch r.Intn(4) {
+		case 0:
+			if k.typ != "text" {
+				aggs = append(aggs, fmt.Sprintf("percentile_cont(%s) WITHIN GROUP (ORDER BY x%s)", frac(), dir))
+			}
+			aggs = append(aggs, fmt.Sprintf("percentile_disc(%s) WITHIN GROUP (ORDER BY x%s)", frac(), dir))
+		case 1:
+			arr := fmt.Sprintf("ARRAY[%s, %s, %s]::float8[]", frac(), frac(), frac())
+			if k.typ != "text" {
+				aggs = append(aggs, fmt.Sprintf("percentile_cont(%s) WITHIN GROUP (ORDER BY x%s)", arr, dir))
+			}
+			aggs = append(aggs, fmt.Sprintf("percentile_disc(%s) WITHIN GROUP (ORDER BY x%s)", arr, dir))
+		case 2:
+			aggs = append(aggs, fmt.Sprintf("mode() WITHIN GROUP (ORDER BY x%s)", dir), "count(x)")
+		default:
+			h := k.val() + "::" + k.typ
+			if r.Intn(6) == 0 {
+				h = "NULL"
+			}
+			for _, f := range []string{"rank", "dense_rank", "percent_rank", "cume_dist"} {
+				aggs = append(aggs, fmt.Sprintf("%s(%s) WITHIN GROUP (ORDER BY x%s)", f, h, dir))
+			}
+		}
+		sql := fmt.Sprintf("SELECT %s FROM (VALUES %s) v(x)", strings.Join(aggs, ", "), strings.Join(vals, ", "))
+		if r.Intn(4) == 0 {
+			sql += " WHERE x IS NULL"
+		}
+		ours := firstRowStyled(styleEnv("", "UTC", "postgres"), sql)
+		theirs := pgFirst(ctx, conn, "UTC", "postgres", sql)
+		for _, s := range []*string{&ours, &theirs} {
+			if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
+				*s = (*s)[:i]
+			}
+		}
+		compared++
+		if ours != theirs && bad < 40 {
+			bad++
+			t.Errorf("%s:\n cellar:   %s\n postgres: %s", sql, ours, theirs)
+		}
+	}
+	t.Logf("compared %d random ordered-set and hypothetical-set aggregates with PostgreSQL's", compared)
+}

@@ -263,5 +263,5 @@ func avgOf(spec *aggSpec, sum any, n int64) (any, error) {
 	default:
 		return nil, sqlstate.Errorf(sqlstate.CodeInternal, "the relation's sum for %s is a %T", spec.desc, sum)
 	}
-	return a.result()
+	return a.result(nil, nil)
 }
