@@ -422,6 +422,11 @@ func feature(n *pg.Node) (string, bool) {
 		return "CREATE TABLE AS", false
 	case *pg.Node_DoStmt:
 		return "DO (anonymous code blocks)", false
+	case *pg.Node_DropStmt:
+		// DROP TABLE is the dialect's; this drops what it does not have.
+		what := strings.TrimPrefix(x.DropStmt.RemoveType.String(), "OBJECT_")
+		what = strings.ReplaceAll(strings.Replace(what, "MATVIEW", "MATERIALIZED_VIEW", 1), "_", " ")
+		return "DROP " + what, false
 	}
 	name := fmt.Sprintf("%T", n.Node)
 	name = strings.TrimPrefix(name, "*pg_query.Node_")
@@ -435,7 +440,7 @@ func feature(n *pg.Node) (string, bool) {
 		return "CREATE VIEW", false
 	case "CreateRole", "AlterRole", "DropRole":
 		return "roles (CREATE/ALTER/DROP ROLE; users are managed with cellar admin user)", true
-	case "CreateEnum", "CompositeType", "CreateDomain":
+	case "CreateEnum", "CompositeType", "CreateDomain", "CreateRange":
 		return "CREATE TYPE and CREATE DOMAIN", true
 	case "CreateSeq", "AlterSeq":
 		return "sequences", true

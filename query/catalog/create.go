@@ -96,7 +96,22 @@ func FromCreate(stmt *ast.CreateTableStmt, opts []pglex.Option) (*Created, error
 				col.NotNull = true
 			case ast.ColumnOptionNull:
 			default:
-				return nil, errorf(codeFeatureNotSupported, "column %q: only PRIMARY KEY, NOT NULL and NULL are supported", name)
+				what := "this option"
+				switch o.Tp {
+				case ast.ColumnOptionDefaultValue:
+					what = "DEFAULT"
+				case ast.ColumnOptionUniqKey:
+					what = "UNIQUE"
+				case ast.ColumnOptionCheck:
+					what = "CHECK"
+				case ast.ColumnOptionReference:
+					what = "REFERENCES"
+				case ast.ColumnOptionGenerated:
+					what = "GENERATED"
+				case ast.ColumnOptionCollate:
+					what = "COLLATE"
+				}
+				return nil, errorf(codeFeatureNotSupported, "column %q: %s is not supported (only PRIMARY KEY, NOT NULL and NULL are)", name, what)
 			}
 		}
 		if k := slices.Index(primary, name); k >= 0 {

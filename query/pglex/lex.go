@@ -273,10 +273,18 @@ func (l *lexer) units(toks []*pg.ScanToken, ddl bool, r *Result, top bool) ([]un
 			out = out[:start]
 			u = castUnit(operand, name, mods, operand[0].in, operand[0].space)
 			i += n
+		case ddl && t.Token == pg.Token_IDENTITY_P && i > 0 && toks[i-1].Token == pg.Token_AS:
+			return nil, l.errorf(t, true, "identity columns are not supported: cellar has no sequences")
 		case ddl && l.typePosition(toks, i, out):
 			name, mods, n, err := l.typeName(toks[i:])
 			if err != nil {
 				return nil, err
+			}
+			if serialTypes[name] {
+				return nil, l.errorf(t, true, "serial columns (%s) are not supported: cellar has no sequences", name)
+			}
+			if unsupportedTypes[name] {
+				return nil, l.errorf(t, true, "type %s is not supported in a column (docs/sql.md lists the types)", name)
 			}
 			if mysql, ok := ddlTypes[name]; ok {
 				if mods != "" {
