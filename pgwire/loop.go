@@ -259,11 +259,9 @@ func (c *conn) simpleQuery(sql string) {
 		}
 		res, err := c.run(st, nil)
 		if err != nil {
-			if res != nil && len(res.Rows) > 0 && res.Copy == nil && res.CopyIn == nil {
+			if res != nil && res.Copy == nil && res.CopyIn == nil {
 				// The rows made before the error go first, as
-				// PostgreSQL streams them. Without any, the error may
-				// be one PostgreSQL finds while planning (1/0 folded),
-				// before its RowDescription.
+				// PostgreSQL streams them.
 				c.send(rowDescription(res.Columns, nil))
 				if err := c.sendRows(res, 0, len(res.Rows), nil); err != nil {
 					return

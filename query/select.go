@@ -188,13 +188,23 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 	}
 	st := &Statement{SQL: text, Columns: q.plan.Columns(), Params: q.plan.Params(), kind: "SELECT"}
 	st.asOf = func(us int64) { q.cat.asOf = us }
+	reads := readsRelation(n.GetSelectStmt())
 	st.run = func(ctx context.Context, s *Session, args []any) (*Result, error) {
 		// An error while the rows are made comes with the rows before
-		// it, which PostgreSQL would have streamed to the client.
+		// it, which PostgreSQL would have streamed to the client after
+		// their RowDescription. Without rows or a relation to read, the
+		// error is taken for one PostgreSQL finds while planning, before
+		// any RowDescription: a constant it folds (SELECT 1/0).
 		res := &Result{Columns: st.Columns}
+		failed := func(err error) (*Result, error) {
+			if len(res.Rows) == 0 && !reads {
+				return nil, err
+			}
+			return res, err
+		}
 		rows, err := q.plan.Run(ctx, s.env(q.cat), args)
 		if err != nil {
-			return res, err
+			return failed(err)
 		}
 		defer rows.Close()
 		size := int64(0)
@@ -204,7 +214,7 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 				break
 			}
 			if err != nil {
-				return res, err
+				return failed(err)
 			}
 			res.Rows = append(res.Rows, row)
 			if size += rowSize(row); size > s.resultBudget() {
@@ -215,6 +225,15 @@ func (s *Session) compileQuery(ctx context.Context, text string, n *pg.Node, par
 		return res, nil
 	}
 	return st, nil
+}
+
+// readsRelation reports whether a SELECT (or an arm of its set
+// operation) has a FROM clause.
+func readsRelation(sel *pg.SelectStmt) bool {
+	if sel == nil {
+		return false
+	}
+	return len(sel.FromClause) > 0 || readsRelation(sel.Larg) || readsRelation(sel.Rarg)
 }
 
 // resolveNames prepares a statement's column names for the evaluator:
