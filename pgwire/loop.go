@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
@@ -309,17 +310,19 @@ func (c *conn) applyEffects(res *query.Result) {
 	}
 }
 
+// typeSize is a type's typlen, which RowDescription carries.
 func typeSize(oid uint32) int16 {
 	switch oid {
-	case pgtypes.OIDBool:
+	case pgtypes.OIDBool, pgeval.OIDChar:
 		return 1
 	case pgtypes.OIDInt2:
 		return 2
-	case pgtypes.OIDInt4, pgtypes.OIDFloat4, pgtypes.OIDDate:
+	case pgtypes.OIDInt4, pgtypes.OIDFloat4, pgtypes.OIDDate, pgeval.OIDOid, pgeval.OIDXid, pgeval.OIDRegproc, pgeval.OIDRegclass,
+		pgeval.OIDRegtype, pgeval.OIDRegnamespace, pgeval.OIDRegrole:
 		return 4
-	case pgtypes.OIDInt8, pgtypes.OIDFloat8, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz:
+	case pgtypes.OIDInt8, pgtypes.OIDFloat8, pgtypes.OIDTimestamp, pgtypes.OIDTimestamptz, pgeval.OIDTime:
 		return 8
-	case pgtypes.OIDUUID:
+	case pgtypes.OIDUUID, pgtypes.OIDInterval:
 		return 16
 	case pgtypes.OIDName:
 		return 64
@@ -327,6 +330,10 @@ func typeSize(oid uint32) int16 {
 	return -1
 }
 
+// rowDescription describes result columns as PostgreSQL does: a column
+// that reads a table's (or a catalog relation's) column as it is names
+// that table's OID and the column's attnum, and every column carries its
+// type modifier (varchar(12): 16) or -1.
 func rowDescription(cols []pgtypes.Column, formats []int16) *pgproto3.RowDescription {
 	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(cols))}
 	for i, col := range cols {
@@ -334,8 +341,8 @@ func rowDescription(cols []pgtypes.Column, formats []int16) *pgproto3.RowDescrip
 		if i < len(formats) {
 			f = formats[i]
 		}
-		rd.Fields[i] = pgproto3.FieldDescription{Name: []byte(col.Name), DataTypeOID: col.OID, DataTypeSize: typeSize(col.OID),
-			TypeModifier: -1, Format: f}
+		rd.Fields[i] = pgproto3.FieldDescription{Name: []byte(col.Name), TableOID: col.TableOID(), TableAttributeNumber: uint16(col.Attnum()),
+			DataTypeOID: col.OID, DataTypeSize: typeSize(col.OID), TypeModifier: col.Typmod(), Format: f}
 	}
 	return rd
 }

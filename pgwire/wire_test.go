@@ -101,6 +101,10 @@ func TestWire(t *testing.T) {
 					if typ == want[0] {
 						want = want[1:]
 					}
+					if rd, ok := m.(*pgproto3.RowDescription); ok && d.HasArg("fields") {
+						b.WriteString(describeFields(rd) + "\n")
+						continue
+					}
 					b.WriteString(describe(m) + "\n")
 				}
 				if d.HasArg("cellar-only") && os.Getenv("CELLAR_PGWIRE_AGAINST") != "" {
@@ -135,6 +139,19 @@ func frontendMessage(t *testing.T, name string) pgproto3.FrontendMessage {
 	}
 	t.Fatalf("unknown message %s", name)
 	return nil
+}
+
+// describeFields prints every field of a RowDescription (`until fields`):
+// the table OID and attnum a column reads, its type's OID, size and
+// modifier, and its format.
+func describeFields(rd *pgproto3.RowDescription) string {
+	var b strings.Builder
+	b.WriteString("RowDescription")
+	for _, f := range rd.Fields {
+		fmt.Fprintf(&b, "\n  %s table=%d attnum=%d type=%d size=%d typmod=%d format=%d", f.Name, f.TableOID, f.TableAttributeNumber,
+			f.DataTypeOID, f.DataTypeSize, f.TypeModifier, f.Format)
+	}
+	return b.String()
 }
 
 // describe prints a backend message compactly, leaving out what differs

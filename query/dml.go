@@ -503,9 +503,9 @@ func (x *exprs) returning(list []*pg.Node) (*returning, error) {
 		}
 		if c := rt.Val.GetColumnRef(); c != nil {
 			if f := fieldNames(c); f[len(f)-1] == "*" {
-				for i, col := range x.t.codec.cols {
+				for i := range x.t.codec.cols {
 					if i < len(x.t.def.Visible()) {
-						r.cols = append(r.cols, pgtypes.Column{Name: col.Name, OID: catalog.TypeOID(col.Type)})
+						r.cols = append(r.cols, x.t.scope[i])
 						r.exprs = append(r.exprs, nil)
 						r.star = append(r.star, i)
 					}
@@ -521,7 +521,7 @@ func (x *exprs) returning(list []*pg.Node) (*returning, error) {
 		if name == "" {
 			name = resultName(rt.Val)
 		}
-		r.cols = append(r.cols, pgtypes.Column{Name: name, OID: e.OID()})
+		r.cols = append(r.cols, pgtypes.Column{Name: name, OID: e.OID(), Origin: e.Origin()})
 		r.exprs = append(r.exprs, e)
 		r.star = append(r.star, -1)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/query/catalog"
+	"github.com/cellardb/cellar/query/pgcatalog"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
@@ -87,10 +88,18 @@ func newRowCodec(t *catalog.Table, extra []catalog.Column) *rowCodec {
 	return c
 }
 
+// columns are the table's columns for the evaluator, with the table OID
+// and attnum pg_attribute gives the ones it shows (the undeclared
+// qualifiers a statement names have none).
 func (c *rowCodec) columns() []pgtypes.Column {
 	out := make([]pgtypes.Column, len(c.cols))
+	table := pgcatalog.TableOID(c.t.Name)
 	for i, col := range c.cols {
-		out[i] = pgtypes.Column{Name: col.Name, OID: col.OID()}
+		var o *pgtypes.Origin
+		if i < c.visible {
+			o = &pgtypes.Origin{Table: table, Attnum: int16(i + 1), Typmod: int32(col.Typmod())}
+		}
+		out[i] = pgtypes.Column{Name: col.Name, OID: col.OID(), Origin: o}
 	}
 	return out
 }

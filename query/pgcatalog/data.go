@@ -217,7 +217,8 @@ func load() (*builtin, error) {
 		if bt, ok := baseType[t]; ok {
 			t = bt
 		}
-		d.pgCols = append(d.pgCols, pgtypes.Column{Name: c.name, OID: t})
+		d.pgCols = append(d.pgCols, pgtypes.Column{Name: c.name, OID: t,
+			Origin: &pgtypes.Origin{Table: d.oid, Attnum: int16(atoi(r[5])), Typmod: int32(c.typmod)}})
 	}
 	// Function names first: regproc values print as them.
 	procs, err := readTSV("pg_proc")
@@ -252,6 +253,15 @@ func load() (*builtin, error) {
 			align: str(get(row, "typalign")), storage: str(get(row, "typstorage")),
 		}
 		b.types[ti.oid] = ti
+	}
+	// A domain's column is described by its base type's modifier
+	// (yes_or_no is varchar(3)), as RowDescription sends it.
+	for _, d := range b.relOrder {
+		for i, c := range d.cols {
+			if ti := b.types[c.typ]; ti != nil && c.typmod < 0 && baseType[c.typ] != 0 {
+				d.pgCols[i].Origin.Typmod = int32(ti.typmod)
+			}
+		}
 	}
 	for _, name := range []string{"pg_am", "pg_opclass", "pg_collation", "pg_language", "pg_range", "pg_tablespace"} {
 		recs, err := readTSV(name)

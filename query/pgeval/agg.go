@@ -77,7 +77,11 @@ func aggResultType(name string, args []*Expr, loc int32) (uint32, error) {
 		}
 		return 0, bad()
 	case "min", "max":
-		if t := argOID(); t != pgtypes.OIDJSON && t != pgtypes.OIDUnknown && t != OIDRecord {
+		switch t := argOID(); t {
+		case pgtypes.OIDJSON, pgtypes.OIDUnknown, OIDRecord:
+		case pgtypes.OIDVarchar, pgtypes.OIDName:
+			return pgtypes.OIDText, nil // max(text): there is no max(varchar)
+		default:
 			return t, nil
 		}
 		return 0, bad()

@@ -27,7 +27,7 @@ func CompileExprTable(n *pg.Node, table string, cols []pgtypes.Column, env *Env,
 	c := &compiler{ctx: context.Background(), env: env, params: append([]uint32(nil), paramOIDs...)}
 	sc := &scope{}
 	for _, col := range cols {
-		sc.cols = append(sc.cols, scopeCol{table: table, name: col.Name, oid: col.OID})
+		sc.cols = append(sc.cols, scopeCol{table: table, name: col.Name, oid: col.OID, origin: col.Origin})
 	}
 	if containsAgg(n) {
 		return nil, sqlstate.Errorf(codeGroupingError, "aggregate functions are not allowed here")
@@ -56,7 +56,7 @@ func CompileExprAs(n *pg.Node, cols []pgtypes.Column, to uint32, env *Env, param
 	c := &compiler{ctx: context.Background(), env: env, params: append([]uint32(nil), paramOIDs...)}
 	sc := &scope{}
 	for _, col := range cols {
-		sc.cols = append(sc.cols, scopeCol{name: col.Name, oid: col.OID})
+		sc.cols = append(sc.cols, scopeCol{name: col.Name, oid: col.OID, origin: col.Origin})
 	}
 	if containsAgg(n) {
 		return nil, sqlstate.Errorf(codeGroupingError, "aggregate functions are not allowed here")

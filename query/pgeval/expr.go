@@ -109,10 +109,17 @@ type Expr struct {
 	pos int
 	// recCols are the fields of a record-typed expression, when known.
 	recCols []pgtypes.Column
+	// origin is the table column the expression reads as it is, and its
+	// type modifier, as RowDescription reports them; nil: neither.
+	origin *pgtypes.Origin
 }
 
 // OID is the expression's result type.
 func (e *Expr) OID() uint32 { return e.oid }
+
+// Origin is the table column the expression reads as it is and its type
+// modifier (nil: none), for a result column's description.
+func (e *Expr) Origin() *pgtypes.Origin { return e.origin }
 
 // Params are the parameter types CompileExpr inferred.
 func (e *Expr) Params() []uint32 { return e.params }
@@ -185,6 +192,7 @@ type scopeCol struct {
 	// nostar columns are reached by name only: * and t.*, a whole-row
 	// reference, NATURAL and USING leave them out (StarColumner).
 	nostar bool
+	origin *pgtypes.Origin
 }
 
 // scope is the columns of one query level's FROM list; parent is the
@@ -323,14 +331,14 @@ func (c *compiler) column(sc *scope, parts []string, loc int32) (*Expr, error) {
 			if s.grp == nil {
 				ci = idx + 1
 			}
-			return &Expr{oid: col.oid, name: name, desc: desc, col: ci, recCols: col.rec, eval: func(_ *evalCtx, row []any) (any, error) {
+			return &Expr{oid: col.oid, name: name, desc: desc, col: ci, recCols: col.rec, origin: col.origin, eval: func(_ *evalCtx, row []any) (any, error) {
 				if idx < len(row) {
 					return row[idx], nil
 				}
 				return nil, nil
 			}}, nil
 		}
-		return &Expr{oid: col.oid, name: name, desc: desc, recCols: col.rec, eval: func(ec *evalCtx, _ []any) (any, error) {
+		return &Expr{oid: col.oid, name: name, desc: desc, recCols: col.rec, origin: col.origin, eval: func(ec *evalCtx, _ []any) (any, error) {
 			k := len(ec.outer) - d
 			if k < 0 || idx >= len(ec.outer[k]) {
 				return nil, nil
@@ -382,7 +390,7 @@ func (c *compiler) expr(n *pg.Node, sc *scope) (*Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &Expr{oid: e.oid, name: e.name, desc: e.desc, eval: func(_ *evalCtx, row []any) (any, error) { return row[slot], nil }}, nil
+			return &Expr{oid: e.oid, name: e.name, desc: e.desc, origin: e.origin, eval: func(_ *evalCtx, row []any) (any, error) { return row[slot], nil }}, nil
 		}
 	}
 	switch x := n.Node.(type) {
@@ -441,7 +449,14 @@ func (c *compiler) expr(n *pg.Node, sc *scope) (*Expr, error) {
 	case *pg.Node_RowExpr:
 		return c.rowExpr(x.RowExpr.Args, sc)
 	case *pg.Node_CollateClause:
-		return c.expr(x.CollateClause.Arg, sc)
+		e, err := c.expr(x.CollateClause.Arg, sc)
+		if err != nil || e.origin == nil || e.origin.Table == 0 {
+			return e, err
+		}
+		// COLLATE keeps the type modifier, not the column.
+		ne := *e
+		ne.origin = typmodOrigin(int64(e.origin.Typmod))
+		return &ne, nil
 	case *pg.Node_SetToDefault:
 		return nil, sqlstate.Errorf(codeSyntaxError, "DEFAULT is not allowed in this context")
 	}
@@ -698,6 +713,10 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	inMod := int64(-1)
+	if in.origin != nil {
+		inMod = int64(in.origin.Typmod)
+	}
 	var out *Expr
 	if s, ok := in.val.(string); ok && in.isConst && in.oid == pgtypes.OIDUnknown && to == OIDInterval && typmod >= 0 {
 		// A literal is read with the qualifier (interval '1' day is a
@@ -730,7 +749,23 @@ func (c *compiler) typeCast(tc *pg.TypeCast, sc *scope) (*Expr, error) {
 	}
 	ne := *out
 	ne.name = name
+	if to == in.oid && typmod == inMod {
+		// A cast to the type the value has changes nothing: a column
+		// stays the table's.
+		ne.origin = in.origin
+	} else {
+		ne.origin = typmodOrigin(typmod)
+	}
 	return &ne, nil
+}
+
+// typmodOrigin is the origin of an expression with type modifier typmod
+// (none for -1) that reads no table column.
+func typmodOrigin(typmod int64) *pgtypes.Origin {
+	if typmod < 0 {
+		return nil
+	}
+	return &pgtypes.Origin{Typmod: int32(typmod)}
 }
 
 // weakColname reports whether FigureColnameInternal gives n a strength
@@ -753,6 +788,8 @@ func weakColname(n *pg.Node) bool {
 		return weakColname(x.TypeCast.Arg)
 	case *pg.Node_CollateClause:
 		return weakColname(x.CollateClause.Arg)
+	case *pg.Node_CaseExpr:
+		return x.CaseExpr.Defresult == nil || weakColname(x.CaseExpr.Defresult)
 	case *pg.Node_SubLink:
 		switch x.SubLink.SubLinkType {
 		case pg.SubLinkType_EXISTS_SUBLINK, pg.SubLinkType_ARRAY_SUBLINK, pg.SubLinkType_EXPR_SUBLINK:

@@ -91,9 +91,14 @@ func (c *compiler) caseExpr(ce *pg.CaseExpr, sc *scope) (*Expr, error) {
 		results = append(results, res)
 	}
 	def := constExpr(pgtypes.OIDUnknown, "?column?", nil)
+	name := "case"
 	if ce.Defresult != nil {
 		if def, err = c.expr(ce.Defresult, sc); err != nil {
 			return nil, err
+		}
+		// CASE is named after its ELSE when that has a name of its own.
+		if !weakColname(ce.Defresult) {
+			name = def.name
 		}
 	}
 	all, t, err := c.unifyAll(append(results, def), "CASE", ce.Location)
@@ -101,7 +106,7 @@ func (c *compiler) caseExpr(ce *pg.CaseExpr, sc *scope) (*Expr, error) {
 		return nil, err
 	}
 	results, def = all[:len(results)], all[len(results)]
-	return &Expr{oid: t, name: "case", desc: "CASE ... END", eval: func(ec *evalCtx, row []any) (any, error) {
+	return &Expr{oid: t, name: name, desc: "CASE ... END", origin: commonTypmod(all), eval: func(ec *evalCtx, row []any) (any, error) {
 		for i, cond := range conds {
 			v, err := cond.eval(ec, row)
 			if err != nil {
@@ -144,7 +149,7 @@ func (c *compiler) coalesce(ce *pg.CoalesceExpr, sc *scope) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{oid: t, name: "coalesce", desc: "COALESCE(" + descs(args) + ")", eval: func(ec *evalCtx, row []any) (any, error) {
+	return &Expr{oid: t, name: "coalesce", desc: "COALESCE(" + descs(args) + ")", origin: commonTypmod(args), eval: func(ec *evalCtx, row []any) (any, error) {
 		for _, a := range args {
 			v, err := a.eval(ec, row)
 			if err != nil || v != nil {
@@ -169,7 +174,7 @@ func (c *compiler) minMax(m *pg.MinMaxExpr, sc *scope) (*Expr, error) {
 		return nil, err
 	}
 	greatest := name == "greatest"
-	return &Expr{oid: t, name: name, desc: strings.ToUpper(name) + "(" + descs(args) + ")", eval: func(ec *evalCtx, row []any) (any, error) {
+	return &Expr{oid: t, name: name, desc: strings.ToUpper(name) + "(" + descs(args) + ")", origin: commonTypmod(args), eval: func(ec *evalCtx, row []any) (any, error) {
 		var best any
 		for _, a := range args {
 			v, err := a.eval(ec, row)
@@ -197,7 +202,7 @@ func (c *compiler) arrayOfExprs(items []*Expr, loc int32) (*Expr, error) {
 	if at == 0 {
 		return nil, errAt(loc, codeUndefinedObject, "could not find array type for data type %s", typeName(t))
 	}
-	e := &Expr{oid: at, name: "array", desc: "ARRAY[" + descs(items) + "]", eval: func(ec *evalCtx, row []any) (any, error) {
+	e := &Expr{oid: at, name: "array", desc: "ARRAY[" + descs(items) + "]", origin: commonTypmod(items), eval: func(ec *evalCtx, row []any) (any, error) {
 		out := Array{Elem: t, Vals: make([]any, len(items))}
 		for i, it := range items {
 			v, err := it.eval(ec, row)
@@ -218,7 +223,7 @@ func (c *compiler) arrayOfExprs(items []*Expr, loc int32) (*Expr, error) {
 			return nil, err
 		}
 		k := constExpr(at, "array", v)
-		k.desc = e.desc
+		k.desc, k.origin = e.desc, e.origin
 		return k, nil
 	}
 	return e, nil

@@ -186,15 +186,23 @@ func (p *Plan) Explain(mode ExplainMode) []string {
 
 // query is a compiled SELECT: its node and output columns.
 type query struct {
-	node  node
-	names []string
-	oids  []uint32
-	recs  [][]pgtypes.Column // fields of record-typed columns, when known
+	node    node
+	names   []string
+	oids    []uint32
+	recs    [][]pgtypes.Column // fields of record-typed columns, when known
+	origins []*pgtypes.Origin  // the columns' sources and type modifiers, when known
 }
 
 func (q *query) rec(i int) []pgtypes.Column {
 	if i < len(q.recs) {
 		return q.recs[i]
+	}
+	return nil
+}
+
+func (q *query) origin(i int) *pgtypes.Origin {
+	if i < len(q.origins) {
+		return q.origins[i]
 	}
 	return nil
 }
@@ -206,7 +214,7 @@ func (q *query) columns() []pgtypes.Column {
 		if oid == pgtypes.OIDUnknown {
 			oid = pgtypes.OIDText
 		}
-		out[i] = pgtypes.Column{Name: q.names[i], OID: oid}
+		out[i] = pgtypes.Column{Name: q.names[i], OID: oid, Origin: q.origin(i)}
 	}
 	return out
 }
@@ -286,7 +294,7 @@ func (c *compiler) pushCTEs(w *pg.WithClause, outer *scope) error {
 			names[i] = aliases[i]
 		}
 		def.node = q.node
-		def.cols = (&query{names: names, oids: q.oids}).columns()
+		def.cols = (&query{names: names, oids: q.oids, origins: q.origins}).columns()
 		m[cte.Ctename] = def
 	}
 	return nil
@@ -368,6 +376,7 @@ func (c *compiler) values(s *pg.SelectStmt, outer *scope) (*query, error) {
 		}
 		q.names = append(q.names, fmt.Sprintf("column%d", j+1))
 		q.oids = append(q.oids, t)
+		q.origins = append(q.origins, commonTypmod(col))
 	}
 	q.node = &valuesNode{rows: rows}
 	return c.finishOutput(q, s, outer)
@@ -394,6 +403,13 @@ func (c *compiler) setOp(s *pg.SelectStmt, outer *scope) (*query, error) {
 			return nil, err
 		}
 		q.oids = append(q.oids, t)
+		// A set operation's column is no table's; it keeps a type
+		// modifier both sides have.
+		var o *pgtypes.Origin
+		if lo, ro := l.origin(i), r.origin(i); l.oids[i] == t && r.oids[i] == t && lo != nil && ro != nil && lo.Typmod >= 0 && lo.Typmod == ro.Typmod {
+			o = &pgtypes.Origin{Typmod: lo.Typmod}
+		}
+		q.origins = append(q.origins, o)
 		lcast = lcast || l.oids[i] != t
 		rcast = rcast || r.oids[i] != t
 	}
@@ -406,6 +422,22 @@ func (c *compiler) setOp(s *pg.SelectStmt, outer *scope) (*query, error) {
 	}
 	q.node = &setOpNode{l: ln, r: rn, op: op, all: s.All}
 	return c.finishOutput(q, s, outer)
+}
+
+// commonTypmod is the origin of a column whose values come from es (a
+// VALUES column, CASE, COALESCE, ARRAY[...]): no table, and the type
+// modifier they all have, if any.
+func commonTypmod(es []*Expr) *pgtypes.Origin {
+	if len(es) == 0 || es[0].origin == nil || es[0].origin.Typmod < 0 {
+		return nil
+	}
+	tm := es[0].origin.Typmod
+	for _, e := range es[1:] {
+		if e.oid != es[0].oid || e.origin == nil || e.origin.Typmod != tm {
+			return nil
+		}
+	}
+	return &pgtypes.Origin{Typmod: tm}
 }
 
 // castNode converts a query's columns to the types a set operation
@@ -474,7 +506,7 @@ func (c *compiler) finishOutput(q *query, s *pg.SelectStmt, outer *scope) (*quer
 	if len(exprs) > len(q.names) {
 		n = &stripNode{in: n, n: len(q.names)}
 	}
-	return &query{node: n, names: q.names, oids: q.oids, recs: q.recs}, nil
+	return &query{node: n, names: q.names, oids: q.oids, recs: q.recs, origins: q.origins}, nil
 }
 
 // outputRef resolves an ORDER BY / DISTINCT ON / GROUP BY item that
@@ -645,7 +677,7 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 			if def := c.lookupCTE(rv.Relname); def != nil {
 				var cols []scopeCol
 				for _, col := range def.cols {
-					cols = append(cols, scopeCol{table: rv.Relname, name: col.Name, oid: col.OID})
+					cols = append(cols, scopeCol{table: rv.Relname, name: col.Name, oid: col.OID, origin: col.Origin})
 				}
 				cols, err := aliasCols(rv.Alias, cols, rv.Relname)
 				if err != nil {
@@ -678,7 +710,7 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 			star = sc.StarColumns()
 		}
 		for i, col := range relCols {
-			cols = append(cols, scopeCol{schema: rv.Schemaname, table: rv.Relname, name: col.Name, oid: col.OID, nostar: i >= star})
+			cols = append(cols, scopeCol{schema: rv.Schemaname, table: rv.Relname, name: col.Name, oid: col.OID, nostar: i >= star, origin: col.Origin})
 			oids = append(oids, col.OID)
 		}
 		cols, err = aliasCols(rv.Alias, cols, rv.Relname)
@@ -714,7 +746,7 @@ func (c *compiler) fromEntry(item *pg.Node, outer *scope, left *fromItem) (*from
 		}
 		var cols []scopeCol
 		for i, n := range q.names {
-			cols = append(cols, scopeCol{name: n, oid: settleOID(q.oids[i]), rec: q.rec(i)})
+			cols = append(cols, scopeCol{name: n, oid: settleOID(q.oids[i]), rec: q.rec(i), origin: q.origin(i)})
 		}
 		cols, err = aliasCols(rs.Alias, cols, "")
 		if err != nil {
@@ -1339,6 +1371,7 @@ func (c *compiler) simpleSelect(s *pg.SelectStmt, outer *scope) (*query, error) 
 	q := &query{node: n, names: names}
 	for _, e := range exprs[:nvis] {
 		q.oids = append(q.oids, e.oid)
+		q.origins = append(q.origins, e.origin)
 		rc := e.recCols
 		if rc == nil && len(e.srfCols) > 1 {
 			rc = e.srfCols
@@ -1617,7 +1650,11 @@ func (c *compiler) subLink(sl *pg.SubLink, sc *scope) (*Expr, error) {
 				return out, nil
 			}}, nil
 		}
-		return &Expr{oid: oid, name: name, desc: "(SubPlan)", eval: func(ec *evalCtx, row []any) (any, error) {
+		var origin *pgtypes.Origin
+		if o := q.origin(0); o != nil {
+			origin = typmodOrigin(int64(o.Typmod))
+		}
+		return &Expr{oid: oid, name: name, desc: "(SubPlan)", origin: origin, eval: func(ec *evalCtx, row []any) (any, error) {
 			lim := 2
 			if !correlated {
 				lim = -1

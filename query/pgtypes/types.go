@@ -83,6 +83,45 @@ func (n Numeric) Inf() int {
 type Column struct {
 	Name string
 	OID  uint32
+	// Origin is what PostgreSQL's RowDescription says of the column
+	// besides its type; nil for an expression without a type modifier.
+	Origin *Origin
+}
+
+// Origin is a result column's source and type modifier.
+type Origin struct {
+	// Table and Attnum name the table (or view) column the result column
+	// reads as it is: its pg_class OID and pg_attribute.attnum; 0 for
+	// an expression.
+	Table  uint32
+	Attnum int16
+	// Typmod is the type modifier in atttypmod's form (varchar(12) is
+	// 16, numeric(10,2) 655366); -1 for none.
+	Typmod int32
+}
+
+// TableOID is the OID of the table the column reads, or 0.
+func (c Column) TableOID() uint32 {
+	if c.Origin == nil {
+		return 0
+	}
+	return c.Origin.Table
+}
+
+// Attnum is the number of the table column the column reads, or 0.
+func (c Column) Attnum() int16 {
+	if c.Origin == nil {
+		return 0
+	}
+	return c.Origin.Attnum
+}
+
+// Typmod is the column's type modifier, or -1.
+func (c Column) Typmod() int32 {
+	if c.Origin == nil {
+		return -1
+	}
+	return c.Origin.Typmod
 }
 
 // typeNames maps PostgreSQL type names (as casts and pg_catalog spell

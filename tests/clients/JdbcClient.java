@@ -43,6 +43,7 @@ public class JdbcClient {
             check(md.getDatabaseMajorVersion() == 15, "major version " + md.getDatabaseMajorVersion());
             c.setAutoCommit(true);
             tables(c, md);
+            resultMetaData(c);
         }
         System.out.println("ok");
     }
@@ -101,6 +102,30 @@ public class JdbcClient {
         check(types > 20, "getTypeInfo rows: " + types);
         try (Statement st = c.createStatement()) {
             st.execute("DROP TABLE jdbc_web");
+        }
+    }
+
+    // ResultSetMetaData reads the table OID, attnum and type modifier of
+    // RowDescription: the table's name, the column's NOT NULL (from
+    // pg_attribute), varchar's length and numeric's precision and scale.
+    static void resultMetaData(Connection c) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            st.execute("DROP TABLE IF EXISTS jdbc_meta");
+            st.execute("CREATE TABLE jdbc_meta (id BIGINT PRIMARY KEY, name VARCHAR(12) NOT NULL, price NUMERIC(10,2), note TEXT)");
+            try (ResultSet rs = st.executeQuery("SELECT id, name, price, note, name::varchar(5) AS short, price * 2 AS twice FROM jdbc_meta")) {
+                ResultSetMetaData m = rs.getMetaData();
+                String[] tables = {"jdbc_meta", "jdbc_meta", "jdbc_meta", "jdbc_meta", "", ""};
+                int[] nullable = {ResultSetMetaData.columnNoNulls, ResultSetMetaData.columnNoNulls, ResultSetMetaData.columnNullable,
+                    ResultSetMetaData.columnNullable, ResultSetMetaData.columnNullableUnknown, ResultSetMetaData.columnNullableUnknown};
+                int[] precision = {19, 12, 10, Integer.MAX_VALUE, 5, 0};
+                int[] scale = {0, 0, 2, 0, 0, 0};
+                for (int i = 1; i <= 6; i++) {
+                    String got = m.getTableName(i) + " " + m.isNullable(i) + " " + m.getPrecision(i) + " " + m.getScale(i);
+                    String want = tables[i - 1] + " " + nullable[i - 1] + " " + precision[i - 1] + " " + scale[i - 1];
+                    check(got.equals(want), "metadata of " + m.getColumnName(i) + ": " + got + ", want " + want);
+                }
+            }
+            st.execute("DROP TABLE jdbc_meta");
         }
     }
 }

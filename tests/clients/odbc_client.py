@@ -84,6 +84,11 @@ def plain(conn, mode):
     types = [d[1] for d in cur.description]
     check(types == [int, str, float, bool, datetime.datetime, datetime.date, str, str, bytearray, decimal.Decimal, int, int,
                     float, str], "column types %r" % types)
+    # The driver sizes columns by RowDescription's type modifier and finds
+    # NOT NULL through its table OID and attnum, as with PostgreSQL.
+    desc = {d[0]: d for d in cur.description}
+    check(desc["v"][3] == 12 and desc["v"][6] is False and desc["id"][6] is False and desc["name"][6] is True,
+          "column sizes and nullability %r" % (cur.description,))
     rows = cur.fetchall()
     want = sorted([as_read(r) for r in ROWS], key=lambda r: r[0]) + [(100,) + (None,) * 12 + ("nulls",)]
     check(len(rows) == len(want), "%d rows" % len(rows))
