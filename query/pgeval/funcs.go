@@ -731,7 +731,16 @@ func buildFuncs() map[string][]*builtin {
 		}
 		return math.Sqrt(x), nil
 	})
-	floatFn("exp", func(x float64) (float64, error) { return math.Exp(x), nil })
+	floatFn("exp", func(x float64) (float64, error) {
+		r := floatExp(x)
+		switch {
+		case math.IsInf(r, 0) && !math.IsInf(x, 0):
+			return 0, sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "value out of range: overflow")
+		case r == 0 && !math.IsInf(x, 0):
+			return 0, sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "value out of range: underflow")
+		}
+		return r, nil
+	})
 	logArg := func(x float64) error {
 		switch {
 		case x == 0:
@@ -745,23 +754,37 @@ func buildFuncs() map[string][]*builtin {
 		if err := logArg(x); err != nil {
 			return 0, err
 		}
-		return math.Log(x), nil
+		return floatLog(x, false), nil
 	})
 	floatFn("log", func(x float64) (float64, error) {
 		if err := logArg(x); err != nil {
 			return 0, err
 		}
-		return math.Log10(x), nil
+		return floatLog(x, true), nil
 	})
-	powerFn := &builtin{args: []uint32{tF8, tF8}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
-		x, y := a[0].(float64), a[1].(float64)
-		if x == 0 && y < 0 {
-			return nil, sqlstate.Errorf("2201F", "zero raised to a negative power is undefined")
-		}
-		return math.Pow(x, y), nil
-	}}
-	add("power", powerFn)
-	add("pow", powerFn)
+	// numeric's versions come after float8's: an integer argument takes
+	// float8's, as PostgreSQL's preferred type, and a numeric one
+	// numeric's.
+	numFn1 := func(name string, f func(pgtypes.Numeric) (any, error)) {
+		add(name, &builtin{args: []uint32{tNum}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) { return f(a[0].(pgtypes.Numeric)) }})
+	}
+	numFn1("sqrt", numSqrt)
+	numFn1("exp", numExp)
+	numFn1("ln", numLn)
+	numFn1("log", func(n pgtypes.Numeric) (any, error) { return numLog("10", n) })
+	add("log", &builtin{args: []uint32{tNum, tNum}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+		return numLog(a[0].(pgtypes.Numeric), a[1].(pgtypes.Numeric))
+	}})
+	powerFn := []*builtin{{args: []uint32{tF8, tF8}, ret: tF8, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+		return floatPower(a[0].(float64), a[1].(float64))
+	}}, {args: []uint32{tNum, tNum}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+		return numPower(a[0].(pgtypes.Numeric), a[1].(pgtypes.Numeric))
+	}}}
+	add("power", powerFn...)
+	add("pow", powerFn...)
+	add("div", &builtin{args: []uint32{tNum, tNum}, ret: tNum, fn: func(_ *evalCtx, a []any, _ []uint32) (any, error) {
+		return numDiv(a[0].(pgtypes.Numeric), a[1].(pgtypes.Numeric))
+	}})
 	add("pi", &builtin{ret: tF8, fn: func(*evalCtx, []any, []uint32) (any, error) { return math.Pi, nil }})
 	add("random", &builtin{ret: tF8, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) {
 		// Deterministic per statement: derived from the statement time.
@@ -1449,17 +1472,39 @@ func (c *compiler) resolveCall(name string, args []*Expr, loc int32) (*Expr, err
 		return nil, noFunction(name, args, loc)
 	}
 	// Prefer an overload the arguments fit without casting away from
-	// their category, then any that fits.
-	for pass := 0; pass < 2; pass++ {
-		for _, b := range defs {
-			coerced, types, ok := c.fitArgs(b, args, pass == 0, loc)
-			if !ok {
-				continue
-			}
+	// their category, then, of those they fit, the first with the most
+	// arguments of its exact types (power(numeric, integer) is numeric's).
+	for _, b := range defs {
+		if coerced, types, ok := c.fitArgs(b, args, true, loc); ok {
 			return c.compileBuiltin(name, b, coerced, types), nil
 		}
 	}
+	best, bestExact := (*builtin)(nil), -1
+	for _, b := range defs {
+		saved := append([]uint32(nil), c.params...)
+		if _, _, ok := c.fitArgs(b, args, false, loc); ok {
+			if n := exactArgs(b, args); n > bestExact {
+				best, bestExact = b, n
+			}
+		}
+		c.params = saved
+	}
+	if best != nil {
+		coerced, types, _ := c.fitArgs(best, args, false, loc)
+		return c.compileBuiltin(name, best, coerced, types), nil
+	}
 	return nil, noFunction(name, args, loc)
+}
+
+// exactArgs counts the arguments whose type is the one b declares.
+func exactArgs(b *builtin, args []*Expr) int {
+	n := 0
+	for i, a := range args {
+		if len(b.args) > 0 && a.oid == b.args[min(i, len(b.args)-1)] {
+			n++
+		}
+	}
+	return n
 }
 
 // resolveNamedCall is resolveCall for a call with named arguments: only

@@ -562,7 +562,13 @@ func (c *compiler) binop(op string, l, r *Expr, loc int32) (*Expr, error) {
 	case "@>", "<@", "&&":
 		return c.arrayOp(op, l, r, loc)
 	case "^":
-		return c.callBuiltin("power", []*Expr{l, r}, loc)
+		e, err := c.callBuiltin("power", []*Expr{l, r}, loc)
+		if err != nil {
+			return nil, noOperator(loc, op, l.oid, r.oid)
+		}
+		ne := *e
+		ne.name, ne.desc = "?column?", "("+l.desc+" ^ "+r.desc+")"
+		return &ne, nil
 	case "&", "|", "#", "<<", ">>":
 		return c.bitwise(op, l, r, loc)
 	}
