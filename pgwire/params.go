@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
@@ -9,9 +10,9 @@ import (
 )
 
 // paramSupported reports whether a Bind can carry a parameter of type
-// oid: cellar's column types, the catalog's oid, xid and "char", and
-// one-dimensional arrays of these (asyncpg's type introspection binds an
-// oid[]).
+// oid: cellar's column types, the catalog's oid, xid and "char", time
+// and bpchar, and one-dimensional arrays of these (asyncpg's type
+// introspection binds an oid[]).
 func paramSupported(oid uint32) bool {
 	if e := pgeval.ElemOID(oid); e != 0 && oid != pgeval.OIDInt2Vector && oid != pgeval.OIDOidVector {
 		return paramScalar(e)
@@ -21,7 +22,7 @@ func paramSupported(oid uint32) bool {
 
 func paramScalar(oid uint32) bool {
 	switch oid {
-	case pgeval.OIDOid, pgeval.OIDXid, pgeval.OIDChar:
+	case pgeval.OIDOid, pgeval.OIDXid, pgeval.OIDChar, pgeval.OIDTime, pgeval.OIDBpchar:
 		return true
 	}
 	return pgtypes.Supported(oid)
@@ -36,10 +37,26 @@ func decodeText(oid uint32, s string, st pgtypes.Style) (any, error) {
 }
 
 // decodeBinaryParam reads a parameter sent in binary format: the types
-// decodeBinary knows, oid and xid (uint32), "char" (one byte) and arrays
-// in array_recv's format.
+// decodeBinary knows, oid and xid (uint32), "char" (one byte), time
+// (µs since midnight), bpchar (its text) and arrays in array_recv's
+// format.
 func decodeBinaryParam(oid uint32, b []byte) (any, error) {
 	switch oid {
+	case pgeval.OIDBpchar:
+		return string(b), nil
+	case pgeval.OIDTime:
+		if len(b) < 8 {
+			return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "insufficient data left in message")
+		}
+		if len(b) > 8 {
+			return nil, sqlstate.Errorf("22P03", "incorrect binary data format in a time parameter")
+		}
+		us := int64(binary.BigEndian.Uint64(b))
+		if us < 0 || us > 86400e6 {
+			return nil, sqlstate.Errorf("22008", "time out of range")
+		}
+		// The evaluator's time of day: a time on 2000-01-01 UTC.
+		return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(us) * time.Microsecond), nil
 	case pgeval.OIDOid, pgeval.OIDXid:
 		if len(b) != 4 {
 			return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a %s parameter: %d bytes", pgeval.TypeName(oid), len(b))
