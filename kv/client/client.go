@@ -455,6 +455,15 @@ func (c *Client) store(table string, found []location) {
 	c.cache[table] = kept
 }
 
+// ForgetTable drops every cached location of table: one that was deleted,
+// or deleted and made again with other tablets, would otherwise be found
+// stale only by the reads that go astray (and never by Tablets).
+func (c *Client) ForgetTable(table string) {
+	c.mu.Lock()
+	delete(c.cache, table)
+	c.mu.Unlock()
+}
+
 // forget drops a stale location; the root location goes with the root
 // tablet's entry.
 func (c *Client) forget(table string, t location) {

@@ -160,6 +160,9 @@ func (k *KV) CreateTable(ctx context.Context, name string, s model.Schema, split
 		return err
 	}
 	_, err = m.CreateTable(ctx, &masterpb.CreateTableRequest{Table: name, Schema: js, Splits: splits})
+	if err == nil {
+		k.Client.ForgetTable(name) // locations of a table of that name dropped before
+	}
 	return classify(err)
 }
 
@@ -169,6 +172,7 @@ func (k *KV) DeleteTable(ctx context.Context, name string) error {
 		return err
 	}
 	_, err = m.DeleteTable(ctx, &masterpb.DeleteTableRequest{Table: name})
+	k.Client.ForgetTable(name)
 	return classify(err)
 }
 
