@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // buildCellar builds the cellar binary into a temporary directory.
@@ -93,6 +96,23 @@ func (d *demo) get(t *testing.T, path string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, strings.TrimSpace(string(body))
+}
+
+// pgxOnDemo starts a demo and connects pgx to its gateway, for a test of
+// what a driver sees; the connection, the context and the demo end with
+// the test.
+func pgxOnDemo(t *testing.T) (context.Context, *demo, *pgx.Conn) {
+	t.Helper()
+	d := startDemo(t, buildCellar(t), t.TempDir())
+	t.Cleanup(func() { d.stop(t) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	c, err := pgx.Connect(ctx, d.pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return ctx, d, c
 }
 
 // stop sends Ctrl-C and checks that the demo stops cleanly.

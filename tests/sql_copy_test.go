@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -15,16 +14,7 @@ import (
 // format; every type arrives, and a duplicate key fails the COPY with
 // 23505.
 func TestCopyFromBinary(t *testing.T) {
-	bin := buildCellar(t)
-	d := startDemo(t, bin, t.TempDir())
-	defer d.stop(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := pgx.Connect(ctx, d.pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
+	ctx, _, c := pgxOnDemo(t)
 	if _, err := c.Exec(ctx, `CREATE TABLE copy_bin (id BIGINT PRIMARY KEY, name TEXT, score DOUBLE PRECISION, ok BOOLEAN, at TIMESTAMPTZ, raw BYTEA)`); err != nil {
 		t.Fatal(err)
 	}

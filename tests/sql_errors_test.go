@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,16 +14,7 @@ import (
 // statement and from COMMIT; drivers report them (pgx's ConstraintName,
 // asyncpg's constraint_name).
 func TestIntegrityErrorFields(t *testing.T) {
-	bin := buildCellar(t)
-	d := startDemo(t, bin, t.TempDir())
-	defer d.stop(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := pgx.Connect(ctx, d.pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
+	ctx, d, c := pgxOnDemo(t)
 	if _, err := c.Exec(ctx, `CREATE TABLE errf (id BIGINT PRIMARY KEY, name TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +30,7 @@ func TestIntegrityErrorFields(t *testing.T) {
 		}
 	}
 	unique := pgconn.PgError{Code: "23505", SchemaName: "public", TableName: "errf", ConstraintName: "errf_pkey"}
-	_, err = c.Exec(ctx, `INSERT INTO errf VALUES (1, 'b')`)
+	_, err := c.Exec(ctx, `INSERT INTO errf VALUES (1, 'b')`)
 	check("INSERT", err, unique)
 	_, err = c.Exec(ctx, `INSERT INTO errf (name) VALUES ('b')`)
 	check("a missing key", err, pgconn.PgError{Code: "23502", SchemaName: "public", TableName: "errf", ColumnName: "id"})

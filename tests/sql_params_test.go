@@ -1,28 +1,15 @@
 package tests
 
 import (
-	"context"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestPreparedParamTypes: a Parse that gives 0 (unspecified) for every
 // parameter's type, as psqlODBC's does, gets each parameter typed by
 // where it is used, as a Parse that gives none does.
 func TestPreparedParamTypes(t *testing.T) {
-	bin := buildCellar(t)
-	d := startDemo(t, bin, t.TempDir())
-	defer d.stop(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := pgx.Connect(ctx, d.pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
+	ctx, _, c := pgxOnDemo(t)
 	if _, err := c.Exec(ctx, `CREATE TABLE ptypes (id BIGINT PRIMARY KEY, name TEXT, score DOUBLE PRECISION, ok BOOLEAN, at TIMESTAMPTZ, raw BYTEA)`); err != nil {
 		t.Fatal(err)
 	}
