@@ -351,26 +351,48 @@ func tsLit(r *rand.Rand) string {
 	return t.Format("2006-01-02 15:04:05.999999")
 }
 
+// randomAgainstPostgres is what the randomized comparisons share: a
+// connection to the PostgreSQL CELLAR_PGEVAL_AGAINST names (nil if none,
+// and the test has nothing to compare against) and a source seeded by
+// CELLAR_PGEVAL_SEED, or by seed.
+func randomAgainstPostgres(t *testing.T, seed int64) (*pgx.Conn, *rand.Rand) {
+	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
+	if addr == "" {
+		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+		return nil, nil
+	}
+	conn, err := pgx.Connect(context.Background(), fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	return conn, rand.New(rand.NewSource(seed))
+}
+
+// bothAnswers is sql's first row from the evaluator and from PostgreSQL
+// in time zone tz and IntervalStyle is, an error's position left out.
+func bothAnswers(conn *pgx.Conn, tz, is, sql string) (ours, theirs string) {
+	ours = firstRowStyled(styleEnv("", tz, is), sql)
+	theirs = pgFirst(context.Background(), conn, tz, is, sql)
+	for _, s := range []*string{&ours, &theirs} {
+		if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
+			*s = (*s)[:i]
+		}
+	}
+	return ours, theirs
+}
+
 // TestAgainstPostgresIntervalArith compares interval arithmetic and the
 // interval functions with PostgreSQL 15 on random inputs, in time zones
 // with daylight saving (CELLAR_PGEVAL_AGAINST).
 func TestAgainstPostgresIntervalArith(t *testing.T) {
-	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
-	if addr == "" {
-		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+	conn, r := randomAgainstPostgres(t, 7)
+	if conn == nil {
 		return
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	seed := int64(7)
-	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	r := rand.New(rand.NewSource(seed))
 	zones := []string{"America/New_York", "Europe/Berlin", "UTC", "Australia/Lord_Howe", "Asia/Kolkata", "America/Sao_Paulo"}
 	styles := []string{"postgres", "postgres_verbose", "sql_standard", "iso_8601"}
 	f8 := func() string {
@@ -511,13 +533,7 @@ func TestAgainstPostgresIntervalArith(t *testing.T) {
 			is = "postgres"
 		}
 		sql := gens[r.Intn(len(gens))]()
-		ours := firstRowStyled(styleEnv("", tz, is), sql)
-		theirs := pgFirst(ctx, conn, tz, is, sql)
-		for _, s := range []*string{&ours, &theirs} {
-			if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
-				*s = (*s)[:i]
-			}
-		}
+		ours, theirs := bothAnswers(conn, tz, is, sql)
 		compared++
 		if ours != theirs && bad < 40 {
 			bad++
@@ -532,22 +548,10 @@ func TestAgainstPostgresIntervalArith(t *testing.T) {
 // Infinity, -Infinity and NaN with PostgreSQL 15's on random inputs
 // (CELLAR_PGEVAL_AGAINST).
 func TestAgainstPostgresNumericInfinity(t *testing.T) {
-	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
-	if addr == "" {
-		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+	conn, r := randomAgainstPostgres(t, 11)
+	if conn == nil {
 		return
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	seed := int64(11)
-	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	r := rand.New(rand.NewSource(seed))
 	num := func() string {
 		switch r.Intn(9) {
 		case 0:
@@ -618,13 +622,7 @@ func TestAgainstPostgresNumericInfinity(t *testing.T) {
 	compared, bad := 0, 0
 	for i := 0; i < 4000; i++ {
 		sql := gens[r.Intn(len(gens))]()
-		ours := firstRowStyled(styleEnv("", "UTC", "postgres"), sql)
-		theirs := pgFirst(ctx, conn, "UTC", "postgres", sql)
-		for _, s := range []*string{&ours, &theirs} {
-			if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
-				*s = (*s)[:i]
-			}
-		}
+		ours, theirs := bothAnswers(conn, "UTC", "postgres", sql)
 		compared++
 		if ours != theirs && bad < 40 {
 			bad++
@@ -640,22 +638,10 @@ func TestAgainstPostgresNumericInfinity(t *testing.T) {
 // values, NULLs, duplicates and numeric and float infinities included
 // (CELLAR_PGEVAL_AGAINST).
 func TestAgainstPostgresOrderedSet(t *testing.T) {
-	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
-	if addr == "" {
-		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+	conn, r := randomAgainstPostgres(t, 13)
+	if conn == nil {
 		return
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	seed := int64(13)
-	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	r := rand.New(rand.NewSource(seed))
 	kinds := []struct {
 		typ string
 		val func() string
@@ -715,13 +701,7 @@ func TestAgainstPostgresOrderedSet(t *testing.T) {
 		if r.Intn(4) == 0 {
 			sql += " WHERE x IS NULL"
 		}
-		ours := firstRowStyled(styleEnv("", "UTC", "postgres"), sql)
-		theirs := pgFirst(ctx, conn, "UTC", "postgres", sql)
-		for _, s := range []*string{&ours, &theirs} {
-			if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
-				*s = (*s)[:i]
-			}
-		}
+		ours, theirs := bothAnswers(conn, "UTC", "postgres", sql)
 		compared++
 		if ours != theirs && bad < 40 {
 			bad++
@@ -737,22 +717,10 @@ func TestAgainstPostgresOrderedSet(t *testing.T) {
 // them: the result scales, the digits and the errors
 // (CELLAR_PGEVAL_AGAINST).
 func TestAgainstPostgresNumericMath(t *testing.T) {
-	addr := os.Getenv("CELLAR_PGEVAL_AGAINST")
-	if addr == "" {
-		t.Log("CELLAR_PGEVAL_AGAINST is not set: nothing to compare against")
+	conn, r := randomAgainstPostgres(t, 17)
+	if conn == nil {
 		return
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	seed := int64(17)
-	if s, err := strconv.ParseInt(os.Getenv("CELLAR_PGEVAL_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	r := rand.New(rand.NewSource(seed))
 	num := func() string {
 		switch r.Intn(12) {
 		case 0:
@@ -791,13 +759,7 @@ func TestAgainstPostgresNumericMath(t *testing.T) {
 	compared, bad := 0, 0
 	for i := 0; i < 3000; i++ {
 		sql := gens[r.Intn(len(gens))]()
-		ours := firstRowStyled(styleEnv("", "UTC", "postgres"), sql)
-		theirs := pgFirst(ctx, conn, "UTC", "postgres", sql)
-		for _, s := range []*string{&ours, &theirs} {
-			if i := strings.Index(*s, " (at "); i >= 0 && strings.HasPrefix(*s, "error ") {
-				*s = (*s)[:i]
-			}
-		}
+		ours, theirs := bothAnswers(conn, "UTC", "postgres", sql)
 		compared++
 		if ours != theirs && !withinULP(ours, theirs) && bad < 40 {
 			bad++
