@@ -45,6 +45,10 @@ fi
 
 go mod download
 (cd tests/bench && go mod download)
+# pgx's own test suites (tests/pgx_suite_test.go) run in pgx's module, with
+# its test dependencies (testify, puddle), which cellar's go.mod need not
+# name.
+(cd "$(go list -m -f '{{.Dir}}' github.com/jackc/pgx/v5)" && go mod download)
 # node-postgres and pg-cursor, at the versions package-lock.json pins.
 if [ ! -d tests/clients/node/node_modules ] || [ tests/clients/node/package-lock.json -nt tests/clients/node/node_modules ]; then
 	(cd tests/clients/node && npm ci --no-audit --no-fund --silent)
