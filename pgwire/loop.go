@@ -407,7 +407,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	if st != nil {
 		for _, oid := range st.Params {
 			if !paramSupported(oid) {
-				return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "parameters of type %d are not supported", oid)
+				return sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "parameters of type %s (%d) are not supported", pgeval.TypeName(oid), oid)
 			}
 		}
 	}

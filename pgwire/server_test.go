@@ -149,6 +149,11 @@ func TestSessionBehaviour(t *testing.T) {
 	if _, err := c.Exec(ctx, "CREATE TABLE t (_key TEXT PRIMARY KEY)"); sqlCode(err) != "0A000" {
 		t.Fatalf("unsupported statement: %v", err)
 	}
+	// A parameter type the wire does not carry is named.
+	if _, err := c.Exec(ctx, "SELECT $1::aclitem", "x"); !errors.As(err, &pe) || pe.Code != "0A000" ||
+		pe.Message != "parameters of type aclitem (1033) are not supported" {
+		t.Fatalf("an aclitem parameter: %v", err)
+	}
 	// A batch.
 	b := &pgx.Batch{}
 	b.Queue("SELECT 1")
