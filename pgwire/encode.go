@@ -1,9 +1,9 @@
 package pgwire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -416,7 +416,16 @@ func encodeNumeric(s string) ([]byte, error) {
 	return out, nil
 }
 
+// decodeNumeric reads numeric_send's form — the number of base-10000
+// digits, the weight of the first (its power of 10000), the sign word,
+// the display scale, then the digits — into the decimal text it stands
+// for, written group by group so that the time is linear in the number
+// of digits (a Bind may carry 131072 of them). Fraction digits beyond the
+// display scale are cut off, as numeric_recv truncates them.
 func decodeNumeric(b []byte) (any, error) {
+	bad := func(what string) error {
+		return sqlstate.Errorf("22P03", "invalid %s in external \"numeric\" value", what)
+	}
 	if len(b) < 8 {
 		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a numeric parameter")
 	}
@@ -433,38 +442,52 @@ func decodeNumeric(b []byte) (any, error) {
 		return pgtypes.NumericNegInf, nil
 	case numericPos, numericNeg:
 	default:
-		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid sign in a numeric parameter")
+		return nil, bad("sign")
 	}
-	if len(b) != 8+2*n || dscale > 16383 {
+	if len(b) != 8+2*n {
 		return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a numeric parameter")
 	}
-	r := new(big.Rat)
-	base := big.NewRat(10000, 1)
+	if dscale > 0x3FFF {
+		return nil, bad("scale")
+	}
 	for i := 0; i < n; i++ {
-		d := int64(binary.BigEndian.Uint16(b[8+2*i:]))
-		if d >= 10000 {
-			return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "invalid digit in a numeric parameter")
+		if binary.BigEndian.Uint16(b[8+2*i:]) >= 10000 {
+			return nil, bad("digit")
 		}
-		term := new(big.Rat).SetInt64(d)
-		exp := weight - i
-		pow := new(big.Rat).SetInt64(1)
-		for e := 0; e < abs(exp); e++ {
-			pow.Mul(pow, base)
-		}
-		if exp < 0 {
-			pow.Inv(pow)
-		}
-		r.Add(r, term.Mul(term, pow))
 	}
+	digit := func(i int) int {
+		if i < 0 || i >= n {
+			return 0
+		}
+		return int(binary.BigEndian.Uint16(b[8+2*i:]))
+	}
+	out := make([]byte, 0, 4*max(weight+1, 1)+dscale+3)
 	if sign == numericNeg {
-		r.Neg(r)
+		out = append(out, '-')
 	}
-	return pgtypes.Numeric(r.FloatString(dscale)), nil
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
+	lead := len(out)
+	for i := 0; i <= weight; i++ {
+		if d := digit(i); len(out) == lead {
+			if d != 0 {
+				out = strconv.AppendInt(out, int64(d), 10)
+			}
+		} else {
+			out = append(out, byte('0'+d/1000), byte('0'+d/100%10), byte('0'+d/10%10), byte('0'+d%10))
+		}
 	}
-	return x
+	if len(out) == lead {
+		out = append(out, '0')
+	}
+	if dscale > 0 {
+		out = append(out, '.')
+		for k := 0; k < dscale; k += 4 {
+			d := digit(weight + 1 + k/4)
+			g := [4]byte{byte('0' + d/1000), byte('0' + d/100%10), byte('0' + d/10%10), byte('0' + d%10)}
+			out = append(out, g[:min(4, dscale-k)]...)
+		}
+	}
+	if sign == numericNeg && !bytes.ContainsFunc(out, func(r rune) bool { return r >= '1' && r <= '9' }) {
+		out = out[1:] // zero, or all its digits cut: numeric has no -0
+	}
+	return pgtypes.Numeric(out), nil
 }

@@ -2,13 +2,17 @@ package pgwire
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/rand"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // TestNumericSpecialsBinary: numeric's NaN and infinities are the sign
@@ -80,6 +84,89 @@ func TestNumericInfinityWire(t *testing.T) {
 	for i := range b.Rows[0] {
 		if string(a.Rows[0][i]) != string(b.Rows[0][i]) {
 			t.Errorf("col %d: ours %x pg %x", i, a.Rows[0][i], b.Rows[0][i])
+		}
+	}
+}
+
+// numericBinary is numeric_send's form of a value given as its fields.
+func numericBinary(weight int16, sign, dscale uint16, digits ...uint16) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(len(digits)))
+	b = binary.BigEndian.AppendUint16(b, uint16(weight))
+	b = binary.BigEndian.AppendUint16(b, sign)
+	b = binary.BigEndian.AppendUint16(b, dscale)
+	for _, d := range digits {
+		b = binary.BigEndian.AppendUint16(b, d)
+	}
+	return b
+}
+
+// TestDecodeNumeric reads binary numeric parameters as numeric_recv does:
+// fraction digits beyond the display scale cut off (not rounded), no -0,
+// zero groups before and after the digits given by the weight, PostgreSQL's
+// 22P03 for a bad sign, scale or digit, and a 131072-digit value (the most
+// numeric holds) in time linear in its digits. With CELLAR_PGEVAL_AGAINST,
+// random values are also sent to PostgreSQL 15 and read back as text.
+func TestDecodeNumeric(t *testing.T) {
+	for _, c := range []struct {
+		b    []byte
+		want string
+	}{
+		{numericBinary(0, numericPos, 2, 1, 5678), "1.56"},
+		{numericBinary(0, numericNeg, 2, 1, 5678), "-1.56"},
+		{numericBinary(-1, numericNeg, 2, 12), "0.00"},
+		{numericBinary(-1, numericPos, 6, 12), "0.001200"},
+		{numericBinary(-2, numericPos, 9, 12), "0.000000120"},
+		{numericBinary(2, numericPos, 0, 7), "700000000"},
+		{numericBinary(1, numericPos, 3, 0, 42), "42.000"},
+		{numericBinary(0, numericNeg, 0), "0"},
+		{numericBinary(0, numericPos, 5), "0.00000"},
+		{numericBinary(3, numericPos, 1, 12, 3456, 7890, 1234, 5000), "12345678901234.5"},
+	} {
+		got, err := decodeNumeric(c.b)
+		if err != nil || got != pgtypes.Numeric(c.want) {
+			t.Errorf("%x: %v (%v), want %s", c.b, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		b    []byte
+		want string
+	}{
+		{numericBinary(0, 0x1234, 0, 1), `22P03: invalid sign in external "numeric" value`},
+		{numericBinary(0, numericPos, 0x4000, 1), `22P03: invalid scale in external "numeric" value`},
+		{numericBinary(0, numericPos, 0, 10000), `22P03: invalid digit in external "numeric" value`},
+		{numericBinary(0, numericPos, 0, 1)[:9], `08P01: incorrect binary data format in a numeric parameter`},
+	} {
+		_, err := decodeNumeric(c.b)
+		if se := sqlstate.AsError(err); err == nil || se.Code+": "+se.Message != c.want {
+			t.Errorf("%x: %v, want %s", c.b, err, c.want)
+		}
+	}
+	big := make([]uint16, 32768)
+	for i := range big {
+		big[i] = 9999
+	}
+	v, err := decodeNumeric(numericBinary(32767, numericPos, 16383, big...))
+	if s := string(v.(pgtypes.Numeric)); err != nil || len(s) != 131072+1+16383 || strings.Trim(s, "9.0") != "" {
+		t.Fatalf("the largest numeric: %d characters, %v", len(s), err)
+	}
+
+	against := os.Getenv("CELLAR_PGEVAL_AGAINST")
+	if against == "" {
+		return
+	}
+	ctx := context.Background()
+	pg := connect(t, "postgres://postgres@"+against+"/postgres?sslmode=disable")
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 3000; i++ {
+		digits := make([]uint16, r.Intn(8))
+		for j := range digits {
+			digits[j] = uint16([]int{0, 1, 9999, r.Intn(10000)}[r.Intn(4)])
+		}
+		b := numericBinary(int16(r.Intn(12)-6), []uint16{numericPos, numericNeg}[r.Intn(2)], uint16(r.Intn(20)), digits...)
+		res := pg.PgConn().ExecParams(ctx, "SELECT $1::numeric::text", [][]byte{b}, []uint32{pgtypes.OIDNumeric}, []int16{1}, nil).Read()
+		got, err := decodeNumeric(b)
+		if res.Err != nil || err != nil || string(res.Rows[0][0]) != string(got.(pgtypes.Numeric)) {
+			t.Fatalf("%x: ours %v (%v), PostgreSQL's %s (%v)", b, got, err, res.Rows, res.Err)
 		}
 	}
 }
