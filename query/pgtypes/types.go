@@ -140,54 +140,63 @@ var TypeNames = map[string]uint32{
 
 // TypeName returns a type's name as PostgreSQL prints it.
 func TypeName(oid uint32) string {
-	switch oid {
-	case OIDBool:
-		return "boolean"
-	case OIDBytea:
-		return "bytea"
-	case OIDName:
-		return "name"
-	case OIDInt8:
-		return "bigint"
-	case OIDInt2:
-		return "smallint"
-	case OIDInt4:
-		return "integer"
-	case OIDText:
-		return "text"
-	case OIDJSON:
-		return "json"
-	case OIDFloat4:
-		return "real"
-	case OIDFloat8:
-		return "double precision"
-	case OIDUnknown:
-		return "unknown"
-	case OIDVarchar:
-		return "character varying"
-	case OIDDate:
-		return "date"
-	case OIDTimestamp:
-		return "timestamp without time zone"
-	case OIDTimestamptz:
-		return "timestamp with time zone"
-	case OIDInterval:
-		return "interval"
-	case OIDNumeric:
-		return "numeric"
-	case OIDUUID:
-		return "uuid"
-	case OIDJSONB:
-		return "jsonb"
-	case OIDVoid:
-		return "void"
+	if name, ok := typeName(oid); ok {
+		return name
 	}
 	return fmt.Sprintf("type %d", oid)
 }
 
+// typeName is the name of a type cellar knows.
+func typeName(oid uint32) (string, bool) {
+	switch oid {
+	case OIDBool:
+		return "boolean", true
+	case OIDBytea:
+		return "bytea", true
+	case OIDName:
+		return "name", true
+	case OIDInt8:
+		return "bigint", true
+	case OIDInt2:
+		return "smallint", true
+	case OIDInt4:
+		return "integer", true
+	case OIDText:
+		return "text", true
+	case OIDJSON:
+		return "json", true
+	case OIDFloat4:
+		return "real", true
+	case OIDFloat8:
+		return "double precision", true
+	case OIDUnknown:
+		return "unknown", true
+	case OIDVarchar:
+		return "character varying", true
+	case OIDDate:
+		return "date", true
+	case OIDTimestamp:
+		return "timestamp without time zone", true
+	case OIDTimestamptz:
+		return "timestamp with time zone", true
+	case OIDInterval:
+		return "interval", true
+	case OIDNumeric:
+		return "numeric", true
+	case OIDUUID:
+		return "uuid", true
+	case OIDJSONB:
+		return "jsonb", true
+	case OIDVoid:
+		return "void", true
+	}
+	return "", false
+}
+
 // Supported reports whether cellar knows type oid.
 func Supported(oid uint32) bool {
-	return TypeName(oid) != fmt.Sprintf("type %d", oid)
+	_, ok := typeName(oid)
+	return ok
 }
 
 // ParseText reads a value of type oid from its text form, as a client
