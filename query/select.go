@@ -30,7 +30,8 @@ func (s *Session) env(cat pgeval.Catalog) *pgeval.Env {
 		now = s.txStart
 	}
 	return &pgeval.Env{Catalog: cat, Setting: s.setting, User: s.opts.User, Database: s.opts.Database,
-		BackendPID: s.opts.BackendPID, Now: now.UTC(), SortBudget: s.opts.SortBudget}
+		BackendPID: s.opts.BackendPID, Now: now.UTC(), SortBudget: s.opts.SortBudget,
+		Random: s.random, SetSeed: s.setSeed, Clock: s.opts.Clock}
 }
 
 // stmtCatalog resolves a statement's relations: the emulated system

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -29,6 +32,8 @@ type SessionOptions struct {
 	BackendPID uint32
 	// Clock is the wall clock for now(); default time.Now.
 	Clock func() time.Time
+	// Seed seeds random(); 0: a seed of its own (setseed reseeds it).
+	Seed uint64
 	// Tables are the cluster's tables; nil: the session has none (any
 	// statement on a table fails with 42P01).
 	Tables *Tables
@@ -73,6 +78,13 @@ type Session struct {
 	txStart time.Time
 	// tidbParser reads the dialect's DDL (created on first use).
 	tidbParser *parser.Parser
+	// rng is random()'s source, locked since a statement's rows may be
+	// evaluated by several workers; random and setSeed are its method
+	// values for Envs, made once.
+	rngMu   sync.Mutex
+	rng     *rand.Rand
+	random  func() float64
+	setSeed func(float64)
 }
 
 type savepoint struct {
@@ -88,6 +100,12 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, cursors: map[string]*cursor{}}
 	s.setting = s.Setting // a method value allocates: made once, not per Env
+	seed := opts.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	s.rng = rand.New(rand.NewPCG(seed, seed))
+	s.random, s.setSeed = s.nextRandom, s.reseed
 	if opts.ApplicationName != "" {
 		s.set.byName["application_name"].value = opts.ApplicationName
 	}
@@ -101,6 +119,21 @@ func NewSession(opts SessionOptions) (*Session, error) {
 
 // TxStatus returns the transaction status.
 func (s *Session) TxStatus() TxStatus { return s.tx }
+
+func (s *Session) nextRandom() float64 {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.Float64()
+}
+
+// reseed is setseed(x), x in [-1, 1]: the same x gives the same numbers
+// after it, as in PostgreSQL (not PostgreSQL's numbers).
+func (s *Session) reseed(x float64) {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	seed := math.Float64bits(x)
+	s.rng = rand.New(rand.NewPCG(seed, seed))
+}
 
 // Setting returns a setting's value.
 func (s *Session) Setting(name string) (string, bool) {

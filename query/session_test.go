@@ -30,7 +30,7 @@ func TestSessionDataDriven(t *testing.T) {
 		if filepath.Base(path) == "keyranges" {
 			return // TestKeyRanges
 		}
-		s, err := NewSession(SessionOptions{User: "cellar", Database: "cellar", BackendPID: 42,
+		s, err := NewSession(SessionOptions{User: "cellar", Database: "cellar", BackendPID: 42, Seed: 1,
 			Clock: func() time.Time { return time.Date(2026, 11, 22, 8, 0, 0, 123456000, time.UTC) }})
 		if err != nil {
 			t.Fatal(err)

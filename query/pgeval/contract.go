@@ -107,4 +107,12 @@ type Env struct {
 	// SetSetting, if set, is what set_config(name, value, is_local)
 	// calls; without it set_config only returns the value.
 	SetSetting func(name, value string, local bool) error
+	// Random is random()'s source, uniform in [0, 1), and SetSeed what
+	// setseed(x) calls: the session owns them, so the evaluator stays
+	// deterministic for a given source. Without Random, random() fails.
+	Random  func() float64
+	SetSeed func(seed float64)
+	// Clock is clock_timestamp()'s wall clock, read at each call;
+	// without it clock_timestamp() is Now.
+	Clock func() time.Time
 }

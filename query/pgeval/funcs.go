@@ -787,15 +787,33 @@ func buildFuncs() map[string][]*builtin {
 	}})
 	add("pi", &builtin{ret: tF8, fn: func(*evalCtx, []any, []uint32) (any, error) { return math.Pi, nil }})
 	add("random", &builtin{ret: tF8, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) {
-		// Deterministic per statement: derived from the statement time.
-		return float64(ec.env.Now.UnixNano()%1000003) / 1000003, nil
+		if ec.env.Random == nil {
+			return nil, sqlstate.Errorf(sqlstate.CodeFeatureNotSupported, "random() has no source of random numbers here")
+		}
+		return ec.env.Random(), nil
+	}})
+	add("setseed", &builtin{args: []uint32{tF8}, ret: pgtypes.OIDVoid, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+		x := a[0].(float64)
+		if x < -1 || x > 1 || math.IsNaN(x) {
+			return nil, sqlstate.Errorf(sqlstate.CodeNumericOutOfRange, "setseed parameter %s is out of allowed range [-1,1]", pgtypes.FormatText(tF8, x))
+		}
+		if ec.env.SetSeed != nil {
+			ec.env.SetSeed(x)
+		}
+		return "", nil
 	}})
 
 	// Time.
 	nowFn := &builtin{ret: tTS, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return ec.env.Now.UTC(), nil }}
-	for _, n := range []string{"now", "transaction_timestamp", "statement_timestamp", "clock_timestamp"} {
+	for _, n := range []string{"now", "transaction_timestamp", "statement_timestamp"} {
 		add(n, nowFn)
 	}
+	add("clock_timestamp", &builtin{ret: tTS, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) {
+		if ec.env.Clock == nil {
+			return ec.env.Now.UTC(), nil
+		}
+		return ec.env.Clock().UTC(), nil
+	}})
 	add("timeofday", &builtin{ret: tText, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) {
 		n := ec.env.Now.In(styleOf(ec).Location())
 		return n.Format("Mon Jan 02 15:04:05.000000 2006 ") + zoneAbbrev(n), nil
