@@ -56,7 +56,15 @@ type conn struct {
 	pid            uint32
 	secret         []byte
 	user, database string
+	superuser      bool
 	sess           Session
+	// terminated: pg_terminate_backend ended the session; its running
+	// statement, if any, ends with the FATAL error instead of its own
+	// (terminationSent, set by the connection's goroutine).
+	terminated      atomic.Bool
+	terminationSent bool
+	// done is closed when the connection has ended.
+	done chan struct{}
 
 	mu       sync.Mutex
 	cancelFn context.CancelFunc // of the running statement
@@ -141,6 +149,7 @@ func fatalf(code, format string, args ...any) error {
 }
 
 func (c *conn) serve() {
+	defer close(c.done)
 	defer c.nc.Close()
 	c.br = bufio.NewReader(c.nc)
 	c.nc.SetDeadline(time.Now().Add(c.srv.opts.AuthTimeout))
@@ -355,18 +364,20 @@ func (c *conn) authenticate(params map[string]string) error {
 		c.srv.opts.Logger.Warn("authentication failed", slog.String("user", c.user), slog.String("remote", c.nc.RemoteAddr().String()), slog.Any("err", err))
 		return err
 	}
-	superuser := user != nil && user.Superuser || method == MethodTrust && user == nil
+	c.superuser = user != nil && user.Superuser || method == MethodTrust && user == nil
+	// The process id comes first: the session reports it (pg_backend_pid).
+	if err := c.srv.register(c); err != nil {
+		return err
+	}
 	sess, err := c.srv.opts.NewSession(query.SessionOptions{User: c.user, Database: c.database,
-		ApplicationName: params["application_name"], Superuser: superuser, Settings: settings, Portals: c, Prepared: c.preparedStatements})
+		ApplicationName: params["application_name"], Superuser: c.superuser, Settings: settings, Portals: c, Prepared: c.preparedStatements,
+		BackendPID: c.pid, Sessions: c.srv.catalogSessions, Signal: c.signal})
 	if err != nil {
 		e := sqlstate.AsError(err)
 		e.Severity = "FATAL"
 		return fatal{e}
 	}
 	c.sess = sess
-	if err := c.srv.register(c); err != nil {
-		return err
-	}
 	c.send(&pgproto3.AuthenticationOk{})
 	for _, p := range sess.ReportChanges() {
 		c.send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
@@ -539,6 +550,55 @@ func (c *conn) shutdown() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
+// errTerminated is what a session that pg_terminate_backend ends is told.
+func errTerminated() *sqlstate.Error {
+	return &sqlstate.Error{Severity: "FATAL", Code: sqlstate.CodeAdminShutdown, Message: "terminating connection due to administrator command"}
+}
+
+// signal is pg_cancel_backend (terminate false) and pg_terminate_backend
+// on behalf of this session's user: ok is false if no backend has the
+// process id, or a terminated one has not ended within wait (if not 0).
+// As in PostgreSQL, a superuser may signal any backend and another user
+// only its own user's, never a superuser's (42501).
+func (c *conn) signal(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (ok bool, err error) {
+	c.srv.mu.Lock()
+	t := c.srv.backends[pid]
+	c.srv.mu.Unlock()
+	if t == nil {
+		return false, nil
+	}
+	if !c.superuser {
+		// user and superuser are set before the target registered.
+		switch {
+		case t.superuser && terminate:
+			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a superuser to terminate superuser process")
+		case t.superuser:
+			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a superuser to cancel superuser query")
+		case t.user != c.user && terminate:
+			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a member of the role whose process is being terminated or member of pg_signal_backend")
+		case t.user != c.user:
+			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a member of the role whose query is being canceled or member of pg_signal_backend")
+		}
+	}
+	if !terminate {
+		t.cancelStatement()
+		return true, nil
+	}
+	t.terminated.Store(true)
+	t.shutdown()
+	if wait <= 0 || t == c {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	select {
+	case <-t.done:
+		return true, nil
+	case <-ctx.Done():
+		return false, nil
+	}
+}
+
 func errorResponse(e *sqlstate.Error) *pgproto3.ErrorResponse {
 	sev := e.Severity
 	if sev == "" {
@@ -572,7 +632,7 @@ func (c *conn) sendParamChanges() {
 func (c *conn) String() string { return fmt.Sprintf("backend %d (%s@%s)", c.pid, c.user, c.database) }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{srv: s, nc: nc,
+	return &conn{srv: s, nc: nc, done: make(chan struct{}),
 		stmtTimeout:     durationSetting{name: "statement_timeout"},
 		idleTimeout:     durationSetting{name: "idle_session_timeout"},
 		idleInTxTimeout: durationSetting{name: "idle_in_transaction_session_timeout"}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +96,10 @@ func appendBinary(b []byte, oid uint32, v any) []byte {
 				return append(b, 0)
 			}
 			return append(b, x[0])
+		case pgeval.OIDInet:
+			if out, ok := appendInet(b, x); ok {
+				return out
+			}
 		}
 		return append(b, x...)
 	case []byte:
@@ -171,6 +176,27 @@ func isTextual(oid uint32) bool {
 		return true
 	}
 	return false
+}
+
+// appendInet writes inet_send's form of an address or a network: family
+// (2 for IPv4, 3 for IPv6), prefix bits, is-cidr (0), address length and
+// address.
+func appendInet(b []byte, s string) ([]byte, bool) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return b, false
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	a := p.Addr().Unmap()
+	family := byte(2)
+	if a.Is6() {
+		family = 3
+	}
+	raw := a.AsSlice()
+	return append(append(b, family, byte(p.Bits()), 0, byte(len(raw))), raw...), true
 }
 
 // appendElem writes a length-prefixed value, -1 for NULL.

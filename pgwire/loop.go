@@ -23,6 +23,12 @@ import (
 // loop serves messages until the client leaves or a fatal error.
 func (c *conn) loop() {
 	for {
+		if c.terminated.Load() {
+			if !c.terminationSent {
+				c.reportFatal(fatal{errTerminated()})
+			}
+			return
+		}
 		c.setIdleDeadline()
 		msg, err := c.receive()
 		if err != nil {
@@ -145,6 +151,9 @@ func (c *conn) setIdleDeadline() {
 }
 
 func (c *conn) receiveFailed(err error) {
+	if c.terminationSent {
+		return
+	}
 	if c.closing.Load() {
 		c.reportFatal(fatal{&sqlstate.Error{Severity: "FATAL", Code: sqlstate.CodeAdminShutdown, Message: "terminating connection due to administrator command"}})
 		return
@@ -233,6 +242,11 @@ func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err erro
 		defer func() { done(st.Type(), time.Since(start), err) }()
 	}
 	res, err = c.sess.Execute(ctx, st, args)
+	if c.terminated.Load() {
+		// pg_terminate_backend: the statement ends with the session.
+		c.terminationSent = true
+		return nil, errTerminated()
+	}
 	if err == nil && ctx.Err() != nil && len(res.Rows) > 0 {
 		// Canceled while it finished: the rows are still good.
 		return res, nil
@@ -241,7 +255,11 @@ func (c *conn) run(st *query.Statement, args []any) (res *query.Result, err erro
 }
 
 func (c *conn) simpleQuery(sql string) {
-	defer func() { c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())}) }()
+	defer func() {
+		if !c.terminationSent {
+			c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
+		}
+	}()
 	stmts, err := c.sess.Parse(sql)
 	if err != nil {
 		c.sendError(err)

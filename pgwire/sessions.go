@@ -1,10 +1,12 @@
 package pgwire
 
 import (
+	"net"
 	"sort"
 	"time"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/pgcatalog"
 )
 
 // SessionInfo describes one authenticated connection, in the spirit of
@@ -34,6 +36,12 @@ type activity struct {
 	state          string
 	statement      string
 	statementStart time.Time
+	// stateChange is when state last changed, xactStart when the
+	// transaction under way began (zero: none), and applicationName the
+	// session's setting as of its last statement.
+	stateChange     time.Time
+	xactStart       time.Time
+	applicationName string
 }
 
 func stateOf(tx query.TxStatus) string {
@@ -50,8 +58,10 @@ func stateOf(tx query.TxStatus) string {
 // authenticated marks the connection as a session from now on.
 func (c *conn) authenticated() {
 	state := stateOf(c.sess.TxStatus())
+	app, _ := c.sess.Setting("application_name")
+	now := c.srv.opts.Clock()
 	c.mu.Lock()
-	c.act.ready, c.act.connectedAt, c.act.state = true, c.srv.opts.Clock(), state
+	c.act.ready, c.act.connectedAt, c.act.state, c.act.stateChange, c.act.applicationName = true, now, state, now, app
 	c.mu.Unlock()
 }
 
@@ -59,15 +69,23 @@ func (c *conn) authenticated() {
 func (c *conn) started(sql string) {
 	now := c.srv.opts.Clock()
 	c.mu.Lock()
-	c.act.state, c.act.statement, c.act.statementStart = "active", sql, now
+	if c.act.state == "idle" {
+		c.act.xactStart = now // a statement outside a block is a transaction
+	}
+	c.act.state, c.act.statement, c.act.statementStart, c.act.stateChange = "active", sql, now, now
 	c.mu.Unlock()
 }
 
 // finished records the state the session is left in.
 func (c *conn) finished() {
 	state := stateOf(c.sess.TxStatus())
+	app, _ := c.sess.Setting("application_name")
+	now := c.srv.opts.Clock()
 	c.mu.Lock()
-	c.act.state = state
+	c.act.state, c.act.stateChange, c.act.applicationName = state, now, app
+	if state == "idle" {
+		c.act.xactStart = time.Time{}
+	}
 	c.mu.Unlock()
 }
 
@@ -91,6 +109,34 @@ func (s *Server) Sessions() []SessionInfo {
 		// change after it.
 		out = append(out, SessionInfo{PID: c.pid, User: c.user, Database: c.database, ClientAddr: c.nc.RemoteAddr().String(), TLS: c.tls,
 			ConnectedAt: a.connectedAt, State: a.state, Statement: a.statement, StatementStart: a.statementStart})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// catalogSessions is Sessions as pg_stat_activity shows them.
+func (s *Server) catalogSessions() []pgcatalog.Session {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	var out []pgcatalog.Session
+	for _, c := range conns {
+		c.mu.Lock()
+		a := c.act
+		c.mu.Unlock()
+		if !a.ready {
+			continue
+		}
+		ss := pgcatalog.Session{PID: c.pid, User: c.user, Database: c.database, ApplicationName: a.applicationName,
+			BackendStart: a.connectedAt, XactStart: a.xactStart, QueryStart: a.statementStart, Changed: a.stateChange,
+			State: a.state, Query: a.statement}
+		if addr, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+			ss.ClientAddr, ss.ClientPort = addr.IP.String(), addr.Port
+		}
+		out = append(out, ss)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out

@@ -47,6 +47,15 @@ type SessionOptions struct {
 	// Prepared lists the connection's named prepared statements, for
 	// pg_prepared_statements; nil: none.
 	Prepared func() []pgcatalog.PreparedStatement
+	// Sessions lists the server's sessions, for pg_stat_activity; nil:
+	// this one alone.
+	Sessions func() []pgcatalog.Session
+	// Signal cancels the running statement of the backend pid, or with
+	// terminate ends its session, on this session's behalf
+	// (pg_cancel_backend, pg_terminate_backend), and with a wait waits
+	// that long for the session to end; ok is false if there is no such
+	// backend or it did not end in time. nil: none can be signalled.
+	Signal func(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (ok bool, err error)
 }
 
 // TxStatus is the transaction status ReadyForQuery reports.

@@ -17,14 +17,16 @@ func (s *Session) systemRelation(ctx context.Context, schema, name string) (pgev
 	if schema == "" {
 		schema = "pg_catalog"
 	}
-	var tables []*catalog.Table
-	if s.opts.Tables != nil && (schema == "information_schema" || strings.HasPrefix(name, "pg_")) {
-		var err error
-		if tables, err = s.opts.Tables.List(ctx); err != nil {
-			return nil, false, err
+	rel, ok := pgcatalog.Relation(schema, name, func(ctx context.Context) (pgcatalog.Source, error) {
+		var tables []*catalog.Table
+		if s.opts.Tables != nil && (schema == "information_schema" || strings.HasPrefix(name, "pg_")) {
+			var err error
+			if tables, err = s.opts.Tables.List(ctx); err != nil {
+				return pgcatalog.Source{}, err
+			}
 		}
-	}
-	rel, ok := pgcatalog.Relation(schema, name, pgcatalog.Source{Tables: tables, User: s.opts.User, Database: s.opts.Database,
-		Setting: s.Setting, BackendPID: s.opts.BackendPID, Prepared: s.opts.Prepared})
+		return pgcatalog.Source{Tables: tables, User: s.opts.User, Database: s.opts.Database,
+			Setting: s.Setting, BackendPID: s.opts.BackendPID, Prepared: s.opts.Prepared, Sessions: s.opts.Sessions}, nil
+	})
 	return rel, ok, nil
 }

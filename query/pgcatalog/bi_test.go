@@ -60,7 +60,7 @@ type testCatalog struct {
 func (c *testCatalog) Relation(ctx context.Context, schema, name string) (pgeval.Relation, error) {
 	switch schema {
 	case "", "pg_catalog", "information_schema":
-		if r, ok := Relation(schema, name, c.src); ok {
+		if r, ok := Relation(schema, name, Static(c.src)); ok {
 			return r, nil
 		}
 	}

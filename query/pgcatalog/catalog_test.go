@@ -49,7 +49,7 @@ func sampleSource() Source {
 // scan returns a relation's rows as maps from column name to value.
 func scan(t *testing.T, schema, name string, src Source) []map[string]any {
 	t.Helper()
-	r, ok := Relation(schema, name, src)
+	r, ok := Relation(schema, name, Static(src))
 	if !ok {
 		t.Fatalf("no relation %s.%s", schema, name)
 	}
@@ -200,10 +200,10 @@ func TestColumnLists(t *testing.T) {
 			t.Errorf("%s: %d columns, column %d %+v; want %d, %s %d", tc.rel, len(d.pgCols), tc.at, d.pgCols[tc.at], tc.n, tc.col, tc.type_)
 		}
 	}
-	if _, ok := Relation("", "tables", sampleSource()); ok {
+	if _, ok := Relation("", "tables", Static(sampleSource())); ok {
 		t.Error(`"tables" without a schema resolved to information_schema`)
 	}
-	if _, ok := Relation("public", "pg_class", sampleSource()); ok {
+	if _, ok := Relation("public", "pg_class", Static(sampleSource())); ok {
 		t.Error("public.pg_class resolved")
 	}
 }

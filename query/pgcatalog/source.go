@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cellardb/cellar/query/catalog"
@@ -111,11 +112,22 @@ func DatabaseOID(name string) uint32 {
 	return hashOID("database", name)
 }
 
+// SourceFunc gives the catalog's contents as a statement's execution
+// finds them.
+type SourceFunc func(ctx context.Context) (Source, error)
+
+// Static is a SourceFunc of a Source that does not change.
+func Static(src Source) SourceFunc {
+	return func(context.Context) (Source, error) { return src, nil }
+}
+
 // Relation returns the emulated relation schema.name: schema is
 // "pg_catalog", "information_schema", or "" for a pg_catalog relation
-// named without its schema. The relation's rows are those of src at the
-// time of the call.
-func Relation(schema, name string, src Source) (pgeval.Relation, bool) {
+// named without its schema. Its rows are read from src once per execution
+// of the statement that scans it (each execution has its own Env), so a
+// prepared statement sees the tables and sessions of when it runs, and a
+// subquery that scans the relation per outer row reads it once.
+func Relation(schema, name string, src SourceFunc) (pgeval.Relation, bool) {
 	if schema == "" {
 		schema = "pg_catalog"
 	}
@@ -123,12 +135,7 @@ func Relation(schema, name string, src Source) (pgeval.Relation, bool) {
 	if !ok {
 		return nil, false
 	}
-	s := newSnapshot(src)
-	var rows [][]any
-	if build, ok := builders[d.schema+"."+d.name]; ok {
-		rows = build(s, d)
-	}
-	return &relation{cols: d.pgCols, rows: rows}, true
+	return &relation{d: d, src: src}, true
 }
 
 // Relations lists the emulated relations, as "schema.name".
@@ -141,14 +148,32 @@ func Relations() []string {
 }
 
 type relation struct {
-	cols []pgtypes.Column
+	d   *relDef
+	src SourceFunc
+
+	mu   sync.Mutex
+	env  *pgeval.Env // of the execution rows were read for
 	rows [][]any
 }
 
-func (r *relation) Columns() []pgtypes.Column { return r.cols }
+func (r *relation) Columns() []pgtypes.Column { return r.d.pgCols }
 
 func (r *relation) Scan(ctx context.Context, req pgeval.ScanRequest) (pgeval.Rows, error) {
+	r.mu.Lock()
+	if r.env == nil || r.env != req.Env {
+		src, err := r.src(ctx)
+		if err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+		r.rows = nil
+		if build, ok := builders[r.d.schema+"."+r.d.name]; ok {
+			r.rows = build(newSnapshot(src), r.d)
+		}
+		r.env = req.Env
+	}
 	rows := r.rows
+	r.mu.Unlock()
 	if req.Limit >= 0 && req.Limit < int64(len(rows)) && len(req.Filters) == 0 {
 		rows = rows[:req.Limit]
 	}

@@ -115,4 +115,9 @@ type Env struct {
 	// Clock is clock_timestamp()'s wall clock, read at each call;
 	// without it clock_timestamp() is Now.
 	Clock func() time.Time
+	// SignalBackend is what pg_cancel_backend (terminate false) and
+	// pg_terminate_backend call: ok is false if no backend has the
+	// process id or, with a wait, if a terminated one has not ended
+	// within it. nil: no backend can be signalled.
+	SignalBackend func(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (ok bool, err error)
 }

@@ -211,6 +211,8 @@ func normalizeRow(r []any, oids []uint32) error {
 				case err != nil && isOIDLike(o) && o != OIDOid && o != OIDXid:
 					// A reg* value given by name; its OID is unknown here.
 					p = Reg{Name: x}
+				case err != nil && (o == OIDInet || o == OIDAclitem):
+					p = x // a catalog value of a type kept as its text
 				case err != nil:
 					return err
 				}

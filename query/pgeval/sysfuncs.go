@@ -3,8 +3,10 @@ package pgeval
 import (
 	"context"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
@@ -606,6 +608,27 @@ func addSystemFuncs(add func(string, ...*builtin)) {
 	add("current_user", userFn)
 	add("session_user", userFn)
 	add("pg_backend_pid", &builtin{ret: tInt4, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return int64(ec.env.BackendPID), nil }})
+	// A pid no backend has is false (PostgreSQL also warns).
+	signal := func(ec *evalCtx, pid int64, terminate bool, wait time.Duration) (any, error) {
+		if ec.env.SignalBackend == nil || pid <= 0 || pid > math.MaxUint32 {
+			return false, nil
+		}
+		return ec.env.SignalBackend(ec.ctx, uint32(pid), terminate, wait)
+	}
+	add("pg_cancel_backend", &builtin{args: []uint32{tInt4}, ret: tBool, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+		return signal(ec, a[0].(int64), false, 0)
+	}})
+	add("pg_terminate_backend", &builtin{args: []uint32{tInt4, tInt8}, min: 1, names: []string{"pid", "timeout"}, defaults: []any{int64(0)},
+		fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+			ms := int64(0)
+			if len(a) > 1 {
+				ms = a[1].(int64)
+			}
+			if ms < 0 {
+				return nil, sqlstate.Errorf(sqlstate.CodeInvalidParameterValue, "\"timeout\" must not be negative")
+			}
+			return signal(ec, a[0].(int64), true, time.Duration(ms)*time.Millisecond)
+		}, ret: tBool})
 	add("inet_server_addr", constFn(tText, nil))
 	add("inet_client_addr", constFn(tText, nil))
 	add("inet_server_port", constFn(tInt4, nil))

@@ -30,6 +30,9 @@ const (
 	OIDTime         uint32 = 1083
 	OIDAclitem      uint32 = 1033
 	OIDPgNodeTree   uint32 = 194
+	// OIDInet is only a catalog column's type (pg_stat_activity's
+	// client_addr), held as its text: no value can be cast to it.
+	OIDInet uint32 = 869
 )
 
 // arrayOf maps element type OIDs to their array type OIDs.
@@ -143,6 +146,8 @@ func typeName(oid uint32) string {
 		return "time without time zone"
 	case OIDAclitem:
 		return "aclitem"
+	case OIDInet:
+		return "inet"
 	case OIDPgNodeTree:
 		return "pg_node_tree"
 	case OIDAny:
