@@ -379,9 +379,7 @@ func (c *conn) authenticate(params map[string]string) error {
 	}
 	c.sess = sess
 	c.send(&pgproto3.AuthenticationOk{})
-	for _, p := range sess.ReportChanges() {
-		c.send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
-	}
+	c.sendParamChanges()
 	c.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
 	return nil
 }
@@ -623,9 +621,16 @@ func (c *conn) sendNotices(ns []*sqlstate.Error) {
 	}
 }
 
+// sendParamChanges reports the settings that changed (all of them at
+// startup); pg_stat_activity's application_name is one of them.
 func (c *conn) sendParamChanges() {
 	for _, p := range c.sess.ReportChanges() {
 		c.send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+		if p[0] == "application_name" {
+			c.mu.Lock()
+			c.act.applicationName = p[1]
+			c.mu.Unlock()
+		}
 	}
 }
 

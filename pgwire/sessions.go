@@ -38,7 +38,7 @@ type activity struct {
 	statementStart time.Time
 	// stateChange is when state last changed, xactStart when the
 	// transaction under way began (zero: none), and applicationName the
-	// session's setting as of its last statement.
+	// session's setting as last reported to the client.
 	stateChange     time.Time
 	xactStart       time.Time
 	applicationName string
@@ -58,10 +58,9 @@ func stateOf(tx query.TxStatus) string {
 // authenticated marks the connection as a session from now on.
 func (c *conn) authenticated() {
 	state := stateOf(c.sess.TxStatus())
-	app, _ := c.sess.Setting("application_name")
 	now := c.srv.opts.Clock()
 	c.mu.Lock()
-	c.act.ready, c.act.connectedAt, c.act.state, c.act.stateChange, c.act.applicationName = true, now, state, now, app
+	c.act.ready, c.act.connectedAt, c.act.state, c.act.stateChange = true, now, state, now
 	c.mu.Unlock()
 }
 
@@ -79,57 +78,60 @@ func (c *conn) started(sql string) {
 // finished records the state the session is left in.
 func (c *conn) finished() {
 	state := stateOf(c.sess.TxStatus())
-	app, _ := c.sess.Setting("application_name")
 	now := c.srv.opts.Clock()
 	c.mu.Lock()
-	c.act.state, c.act.stateChange, c.act.applicationName = state, now, app
+	c.act.state, c.act.stateChange = state, now
 	if state == "idle" {
 		c.act.xactStart = time.Time{}
 	}
 	c.mu.Unlock()
 }
 
-// Sessions returns the authenticated connections, by process id.
-func (s *Server) Sessions() []SessionInfo {
+// sessionConn is a connection with the activity it had when read.
+type sessionConn struct {
+	c *conn
+	a activity
+}
+
+// sessions returns the authenticated connections, by process id. A
+// connection's pid, user, database, nc and tls are set before it is
+// ready and never change after it.
+func (s *Server) sessions() []sessionConn {
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	var out []SessionInfo
+	var out []sessionConn
 	for _, c := range conns {
 		c.mu.Lock()
 		a := c.act
 		c.mu.Unlock()
-		if !a.ready {
-			continue
+		if a.ready {
+			out = append(out, sessionConn{c, a})
 		}
-		// pid, user, database, nc and tls are set before ready and never
-		// change after it.
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].c.pid < out[j].c.pid })
+	return out
+}
+
+// Sessions returns the authenticated connections, by process id.
+func (s *Server) Sessions() []SessionInfo {
+	var out []SessionInfo
+	for _, sc := range s.sessions() {
+		c, a := sc.c, sc.a
 		out = append(out, SessionInfo{PID: c.pid, User: c.user, Database: c.database, ClientAddr: c.nc.RemoteAddr().String(), TLS: c.tls,
 			ConnectedAt: a.connectedAt, State: a.state, Statement: a.statement, StatementStart: a.statementStart})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
 }
 
 // catalogSessions is Sessions as pg_stat_activity shows them.
 func (s *Server) catalogSessions() []pgcatalog.Session {
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
 	var out []pgcatalog.Session
-	for _, c := range conns {
-		c.mu.Lock()
-		a := c.act
-		c.mu.Unlock()
-		if !a.ready {
-			continue
-		}
+	for _, sc := range s.sessions() {
+		c, a := sc.c, sc.a
 		ss := pgcatalog.Session{PID: c.pid, User: c.user, Database: c.database, ApplicationName: a.applicationName,
 			BackendStart: a.connectedAt, XactStart: a.xactStart, QueryStart: a.statementStart, Changed: a.stateChange,
 			State: a.state, Query: a.statement}
@@ -138,6 +140,5 @@ func (s *Server) catalogSessions() []pgcatalog.Session {
 		}
 		out = append(out, ss)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
 }

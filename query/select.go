@@ -59,8 +59,8 @@ type stmtCatalog struct {
 func (c *stmtCatalog) Relation(ctx context.Context, schema, name string) (pgeval.Relation, error) {
 	switch schema {
 	case "", "pg_catalog", "information_schema":
-		if rel, ok, err := c.s.systemRelation(ctx, schema, name); err != nil || ok {
-			return rel, err
+		if rel, ok := c.s.systemRelation(schema, name); ok {
+			return rel, nil
 		}
 		if schema != "" {
 			return nil, sqlstate.Errorf(sqlstate.CodeUndefinedTable, "relation \"%s.%s\" does not exist", schema, name)

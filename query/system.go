@@ -13,11 +13,11 @@ import (
 // emulated (query/pgcatalog) from the cluster's table definitions and the
 // session. schema "" searches pg_catalog only, which PostgreSQL puts
 // first on every search path.
-func (s *Session) systemRelation(ctx context.Context, schema, name string) (pgeval.Relation, bool, error) {
+func (s *Session) systemRelation(schema, name string) (pgeval.Relation, bool) {
 	if schema == "" {
 		schema = "pg_catalog"
 	}
-	rel, ok := pgcatalog.Relation(schema, name, func(ctx context.Context) (pgcatalog.Source, error) {
+	return pgcatalog.Relation(schema, name, func(ctx context.Context) (pgcatalog.Source, error) {
 		var tables []*catalog.Table
 		if s.opts.Tables != nil && (schema == "information_schema" || strings.HasPrefix(name, "pg_")) {
 			var err error
@@ -28,5 +28,4 @@ func (s *Session) systemRelation(ctx context.Context, schema, name string) (pgev
 		return pgcatalog.Source{Tables: tables, User: s.opts.User, Database: s.opts.Database,
 			Setting: s.Setting, BackendPID: s.opts.BackendPID, Prepared: s.opts.Prepared, Sessions: s.opts.Sessions}, nil
 	})
-	return rel, ok, nil
 }

@@ -653,20 +653,8 @@ func (c *compiler) arith(op string, l, r *Expr, loc int32) (*Expr, error) {
 			return nil, err
 		}
 	}
-	desc := "(" + l.desc + " " + op + " " + r.desc + ")"
 	bin := func(oid uint32, f func(x, y any) (any, error)) *Expr {
-		e := &Expr{oid: oid, name: "?column?", desc: desc, eval: func(ec *evalCtx, row []any) (any, error) {
-			x, err := l.eval(ec, row)
-			if err != nil || x == nil {
-				return nil, err
-			}
-			y, err := r.eval(ec, row)
-			if err != nil || y == nil {
-				return nil, err
-			}
-			return f(x, y)
-		}}
-		return e
+		return binCtx(oid, op, l, r, func(_ *evalCtx, x, y any) (any, error) { return f(x, y) })
 	}
 	switch {
 	case isNumber(l.oid) && isNumber(r.oid):

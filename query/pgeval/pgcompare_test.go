@@ -372,6 +372,23 @@ func randomAgainstPostgres(t *testing.T, seed int64) (*pgx.Conn, *rand.Rand) {
 	return conn, rand.New(rand.NewSource(seed))
 }
 
+// compareMany runs n statements that next makes, each in the time zone
+// and IntervalStyle it gives, in the evaluator and in PostgreSQL, and
+// reports up to 40 whose answers differ (unless forgive, if set, lets
+// the difference pass).
+func compareMany(t *testing.T, conn *pgx.Conn, n int, what string, next func() (sql, tz, is string), forgive func(ours, theirs string) bool) {
+	bad := 0
+	for i := 0; i < n; i++ {
+		sql, tz, is := next()
+		ours, theirs := bothAnswers(conn, tz, is, sql)
+		if ours != theirs && (forgive == nil || !forgive(ours, theirs)) && bad < 40 {
+			bad++
+			t.Errorf("%s [%s, %s]:\n cellar:   %s\n postgres: %s", sql, tz, is, ours, theirs)
+		}
+	}
+	t.Logf("compared %d random %s with PostgreSQL's", n, what)
+}
+
 // bothAnswers is sql's first row from the evaluator and from PostgreSQL
 // in time zone tz and IntervalStyle is, an error's position left out.
 func bothAnswers(conn *pgx.Conn, tz, is, sql string) (ours, theirs string) {
@@ -526,21 +543,13 @@ func TestAgainstPostgresIntervalArith(t *testing.T) {
 			return fmt.Sprintf("SELECT make_timestamp(%d, %d, %d, %d, %d, %s), make_date(%d, %d, %d)", r.Intn(3000)-5, r.Intn(14), r.Intn(33), r.Intn(26), r.Intn(61), f8(), r.Intn(4000)-2000, r.Intn(14), r.Intn(33))
 		},
 	}
-	compared, bad := 0, 0
-	for i := 0; i < 6000; i++ {
+	compareMany(t, conn, 6000, "interval expressions", func() (string, string, string) {
 		tz, is := zones[r.Intn(len(zones))], styles[r.Intn(len(styles))]
 		if r.Intn(2) == 0 {
 			is = "postgres"
 		}
-		sql := gens[r.Intn(len(gens))]()
-		ours, theirs := bothAnswers(conn, tz, is, sql)
-		compared++
-		if ours != theirs && bad < 40 {
-			bad++
-			t.Errorf("%s [%s, %s]:\n cellar:   %s\n postgres: %s", sql, tz, is, ours, theirs)
-		}
-	}
-	t.Logf("compared %d random interval expressions with PostgreSQL's", compared)
+		return gens[r.Intn(len(gens))](), tz, is
+	}, nil)
 }
 
 // TestAgainstPostgresNumericInfinity compares numeric arithmetic,
@@ -619,17 +628,9 @@ func TestAgainstPostgresNumericInfinity(t *testing.T) {
 		},
 		func() string { return fmt.Sprintf("SELECT to_jsonb(%s::numeric), to_json(%s::numeric)", num(), num()) },
 	}
-	compared, bad := 0, 0
-	for i := 0; i < 4000; i++ {
-		sql := gens[r.Intn(len(gens))]()
-		ours, theirs := bothAnswers(conn, "UTC", "postgres", sql)
-		compared++
-		if ours != theirs && bad < 40 {
-			bad++
-			t.Errorf("%s:\n cellar:   %s\n postgres: %s", sql, ours, theirs)
-		}
-	}
-	t.Logf("compared %d random numeric expressions with PostgreSQL's", compared)
+	compareMany(t, conn, 4000, "numeric expressions", func() (string, string, string) {
+		return gens[r.Intn(len(gens))](), "UTC", "postgres"
+	}, nil)
 }
 
 // TestAgainstPostgresOrderedSet compares percentile_cont, percentile_disc
@@ -661,8 +662,7 @@ func TestAgainstPostgresOrderedSet(t *testing.T) {
 	frac := func() string {
 		return []string{"0", "1", "0.5", fmt.Sprintf("%.3f", r.Float64()), fmt.Sprintf("%g", r.Float64()), "NULL", "1.5", "-0.1"}[r.Intn(8)]
 	}
-	compared, bad := 0, 0
-	for i := 0; i < 3000; i++ {
+	compareMany(t, conn, 3000, "ordered-set and hypothetical-set aggregates", func() (string, string, string) {
 		k := kinds[r.Intn(len(kinds))]
 		var vals []string
 		for n := r.Intn(9); n >= 0; n-- {
@@ -701,14 +701,8 @@ func TestAgainstPostgresOrderedSet(t *testing.T) {
 		if r.Intn(4) == 0 {
 			sql += " WHERE x IS NULL"
 		}
-		ours, theirs := bothAnswers(conn, "UTC", "postgres", sql)
-		compared++
-		if ours != theirs && bad < 40 {
-			bad++
-			t.Errorf("%s:\n cellar:   %s\n postgres: %s", sql, ours, theirs)
-		}
-	}
-	t.Logf("compared %d random ordered-set and hypothetical-set aggregates with PostgreSQL's", compared)
+		return sql, "UTC", "postgres"
+	}, nil)
 }
 
 // TestAgainstPostgresNumericMath compares numeric's sqrt, exp, ln, log,
@@ -756,17 +750,9 @@ func TestAgainstPostgresNumericMath(t *testing.T) {
 		func() string { return fmt.Sprintf("SELECT %s::float8 ^ %s::float8", small(), small()) },
 		func() string { return fmt.Sprintf("SELECT exp(%s::float8), pg_typeof(sqrt(%d))", small(), r.Intn(9)) },
 	}
-	compared, bad := 0, 0
-	for i := 0; i < 3000; i++ {
-		sql := gens[r.Intn(len(gens))]()
-		ours, theirs := bothAnswers(conn, "UTC", "postgres", sql)
-		compared++
-		if ours != theirs && !withinULP(ours, theirs) && bad < 40 {
-			bad++
-			t.Errorf("%s:\n cellar:   %s\n postgres: %s", sql, ours, theirs)
-		}
-	}
-	t.Logf("compared %d random numeric function calls with PostgreSQL's", compared)
+	compareMany(t, conn, 3000, "numeric function calls", func() (string, string, string) {
+		return gens[r.Intn(len(gens))](), "UTC", "postgres"
+	}, withinULP)
 }
 
 // withinULP reports whether two float8 answers are neighbours: glibc's

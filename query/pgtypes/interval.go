@@ -279,16 +279,22 @@ func (iv Interval) JustifyHours() (Interval, error) {
 	return iv, nil
 }
 
-// JustifyDays moves whole 30-day months of days into months
-// (justify_days).
-func (iv Interval) JustifyDays() (Interval, error) {
+// daysToMonths moves whole 30-day months of days into months; false if
+// months overflow.
+func (iv *Interval) daysToMonths() bool {
 	whole := iv.Days / DaysPerMonth
 	iv.Days -= whole * DaysPerMonth
 	m, ok := add32(iv.Months, whole)
-	if !ok {
+	iv.Months = m
+	return ok
+}
+
+// JustifyDays moves whole 30-day months of days into months
+// (justify_days).
+func (iv Interval) JustifyDays() (Interval, error) {
+	if !iv.daysToMonths() {
 		return Interval{}, errIntervalRange()
 	}
-	iv.Months = m
 	switch {
 	case iv.Months > 0 && iv.Days < 0:
 		iv.Days += DaysPerMonth
@@ -303,21 +309,16 @@ func (iv Interval) JustifyDays() (Interval, error) {
 // JustifyInterval is justify_days and justify_hours with the signs of
 // all three fields made the same (justify_interval).
 func (iv Interval) JustifyInterval() (Interval, error) {
-	var ok bool
 	if iv.Days > 0 && iv.Micros > 0 || iv.Days < 0 && iv.Micros < 0 {
 		// Justifying days first keeps the day count from overflowing.
-		whole := iv.Days / DaysPerMonth
-		iv.Days -= whole * DaysPerMonth
-		if iv.Months, ok = add32(iv.Months, whole); !ok {
+		if !iv.daysToMonths() {
 			return Interval{}, errIntervalRange()
 		}
 	}
 	wholeDay := iv.Micros / USecsPerDay
 	iv.Micros -= wholeDay * USecsPerDay
 	iv.Days += int32(wholeDay)
-	whole := iv.Days / DaysPerMonth
-	iv.Days -= whole * DaysPerMonth
-	if iv.Months, ok = add32(iv.Months, whole); !ok {
+	if !iv.daysToMonths() {
 		return Interval{}, errIntervalRange()
 	}
 	switch {
