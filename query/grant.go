@@ -29,7 +29,7 @@ type ACLStore interface {
 // asUser returns ctx carrying the session's user as the principal of its
 // kv calls: the tablet servers check their ACLs against it.
 func (s *Session) asUser(ctx context.Context) context.Context {
-	return model.WithPrincipal(ctx, model.Principal{Name: s.opts.User, Superuser: s.opts.Superuser})
+	return s.principal.In(ctx)
 }
 
 // grantee is a GRANT's grantee as a principal.

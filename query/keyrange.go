@@ -172,6 +172,9 @@ func (a *keyAnalyzer) compare(op string, k []byte) rangeSet {
 	}
 	switch op {
 	case "=":
+		if !a.prefixOnly {
+			return rangeSet{oneRow(k)}
+		}
 		return rangeSet{{Start: k, End: end(k)}}
 	case ">":
 		if e := end(k); e != nil {
@@ -192,6 +195,31 @@ func (a *keyAnalyzer) compare(op string, k []byte) rangeSet {
 		return full()
 	}
 	return full()
+}
+
+// oneRow is the range of the one row k, in one allocation.
+func oneRow(k []byte) model.RowRange {
+	end := append(make([]byte, 0, len(k)+1), k...)
+	end = append(end, 0)
+	// The start is capped so that appending to it cannot touch the end.
+	return model.RowRange{Start: end[:len(k):len(k)], End: end}
+}
+
+// keyEquality returns the constant side of n if n is column = constant
+// (either way round), else nil.
+func keyEquality(n *pg.Node, column string) *pg.Node {
+	e := n.GetAExpr()
+	if e == nil || e.Kind != pg.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Name[0].GetString_().GetSval() != "=" {
+		return nil
+	}
+	a := keyAnalyzer{column: column}
+	switch {
+	case a.isKey(e.Lexpr) && !a.isKey(e.Rexpr):
+		return e.Rexpr
+	case a.isKey(e.Rexpr) && !a.isKey(e.Lexpr):
+		return e.Lexpr
+	}
+	return nil
 }
 
 // likePrefix is the literal prefix of a LIKE pattern that ends in %, with

@@ -14,6 +14,7 @@ import (
 	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
 	"github.com/pingcap/tidb/pkg/parser"
 
+	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/query/pgcatalog"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
@@ -71,13 +72,15 @@ const (
 // transaction. It is not safe for concurrent use; a connection runs one
 // statement at a time.
 type Session struct {
-	opts     SessionOptions
-	set      settings
-	setting  func(string) (string, bool) // s.Setting, for Envs
-	txSaved  *settings                   // the settings at BEGIN, restored by ROLLBACK
-	tx       TxStatus
-	reported []string // reported settings as last sent, as settings.reported; nil: none sent
-	cursors  map[string]*cursor
+	opts    SessionOptions
+	set     settings
+	setting func(string) (string, bool) // s.Setting, for Envs
+	// principal is the session user, bound once for asUser.
+	principal model.BoundPrincipal
+	txSaved   *settings // the settings at BEGIN, restored by ROLLBACK
+	tx        TxStatus
+	reported  []string // reported settings as last sent, as settings.reported; nil: none sent
+	cursors   map[string]*cursor
 	// savepoints of the transaction block, oldest first, each with the
 	// settings at its start.
 	savepoints []savepoint
@@ -109,6 +112,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, cursors: map[string]*cursor{}}
 	s.setting = s.Setting // a method value allocates: made once, not per Env
+	s.principal = model.BindPrincipal(model.Principal{Name: opts.User, Superuser: opts.Superuser})
 	seed := opts.Seed
 	if seed == 0 {
 		seed = rand.Uint64()

@@ -32,6 +32,9 @@ type tableRel struct {
 	// of key predicates; set once the statement is prepared.
 	params *[]uint32
 	terms  map[*pg.Node]*pgeval.Expr
+	// point is plan's analysis of a lone filter: term is the constant
+	// side if node is an equality of the one key column, else nil.
+	point struct{ node, term *pg.Node }
 	// stats sums the reads' statistics under EXPLAIN ANALYZE.
 	stats ReadStats
 }
@@ -61,7 +64,8 @@ func (r *tableRel) filter() ReadFilter {
 
 // plan returns the row ranges for a scan request.
 func (r *tableRel) plan(ctx context.Context, req pgeval.ScanRequest) (rangeSet, error) {
-	var conj []*pg.Node
+	var one [1]*pg.Node
+	conj := one[:0]
 	for _, f := range req.Filters {
 		if n, ok := f.Node.(*pg.Node); ok {
 			conj = append(conj, n)
@@ -71,24 +75,45 @@ func (r *tableRel) plan(ctx context.Context, req pgeval.ScanRequest) (rangeSet, 
 		return full(), nil
 	}
 	key := r.codec.cols[r.codec.keyIdx[0]]
+	if len(conj) == 1 && len(r.codec.keyIdx) == 1 {
+		// A prepared point lookup runs this at every execution: its one
+		// equality is recognized once, and only its constant evaluated.
+		if r.point.node != conj[0] {
+			r.point.node, r.point.term = conj[0], keyEquality(conj[0], key.Name)
+		}
+		if t := r.point.term; t != nil {
+			k, null, ok, err := r.keyTerm(ctx, req, key, t)
+			switch {
+			case err != nil:
+				return nil, err
+			case ok && null:
+				return nil, nil
+			case ok:
+				return rangeSet{oneRow(k)}, nil
+			}
+		}
+	}
 	a := &keyAnalyzer{column: key.Name, raw: r.codec.raw, prefixOnly: len(r.codec.keyIdx) > 1,
-		term: func(n *pg.Node) ([]byte, bool, bool, error) {
-			if !isConstant(n) {
-				return nil, false, false, nil
-			}
-			e, err := r.term(n, req.Env)
-			if err != nil {
-				return nil, false, false, nil // the filter itself reports it
-			}
-			if r.codec.raw {
-				return constantKey(ctx, e, req.Env, req.Args, catalog.TypeOID(key.Type), rawKey)
-			}
-			return constantKey(ctx, e, req.Env, req.Args, catalog.TypeOID(key.Type), func(v any) ([]byte, bool) {
-				k, err := model.AppendKeyValue(nil, key.Type, toModel(v))
-				return k, err == nil
-			})
-		}}
+		term: func(n *pg.Node) ([]byte, bool, bool, error) { return r.keyTerm(ctx, req, key, n) }}
 	return a.ranges(conj)
+}
+
+// keyTerm is the keyAnalyzer's keyTerm for the first key column.
+func (r *tableRel) keyTerm(ctx context.Context, req pgeval.ScanRequest, key catalog.Column, n *pg.Node) ([]byte, bool, bool, error) {
+	if !isConstant(n) {
+		return nil, false, false, nil
+	}
+	e, err := r.term(n, req.Env)
+	if err != nil {
+		return nil, false, false, nil // the filter itself reports it
+	}
+	if r.codec.raw {
+		return constantKey(ctx, e, req.Env, req.Args, catalog.TypeOID(key.Type), rawKey)
+	}
+	return constantKey(ctx, e, req.Env, req.Args, catalog.TypeOID(key.Type), func(v any) ([]byte, bool) {
+		k, err := model.AppendKeyValue(nil, key.Type, toModel(v))
+		return k, err == nil
+	})
 }
 
 // term compiles the constant side of a key predicate, once per

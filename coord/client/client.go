@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -119,13 +120,17 @@ type Client struct {
 	connMu sync.Mutex
 	conns  map[string]*grpc.ClientConn
 
-	mu          sync.Mutex
-	changed     chan struct{} // closed and replaced when state changes
-	state       sessionState
-	master      string
-	session     *pb.SessionRef
-	epoch       uint64
-	leaseEnd    time.Time     // local, conservative
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced when state changes
+	state    sessionState
+	master   string
+	session  *pb.SessionRef
+	epoch    uint64
+	leaseEnd time.Time // local, conservative
+	// safeUntil is leaseEnd while the state is safe and nil otherwise,
+	// published under mu (publishSafe) so that Safe, which a fencing
+	// server calls on every request, takes no lock.
+	safeUntil   atomic.Pointer[time.Time]
 	lease       time.Duration // the lease the master granted last
 	jeopardyAt  time.Time
 	ackedEvent  uint64
@@ -193,6 +198,7 @@ func (c *Client) Open(ctx context.Context) error {
 	c.session, c.epoch, c.state = resp.Session, resp.Epoch, stateSafe
 	c.lease = time.Duration(resp.LeaseMs) * time.Millisecond
 	c.leaseEnd = start.Add(conservative(c.lease))
+	c.publishSafe()
 	c.mu.Unlock()
 	c.wg.Add(2)
 	go c.keepAliveLoop()
@@ -225,9 +231,18 @@ func (c *Client) LeaseEnd() time.Time {
 
 // Safe reports whether the session is safe: its local lease is valid.
 func (c *Client) Safe() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.state == stateSafe && time.Now().Before(c.leaseEnd)
+	end := c.safeUntil.Load()
+	return end != nil && time.Now().Before(*end)
+}
+
+// publishSafe publishes the state and lease for Safe. c.mu must be held.
+func (c *Client) publishSafe() {
+	if c.state != stateSafe {
+		c.safeUntil.Store(nil)
+		return
+	}
+	end := c.leaseEnd
+	c.safeUntil.Store(&end)
 }
 
 // Close ends the session: its locks are released at once (no lock-delay),
@@ -262,6 +277,7 @@ func (c *Client) Close(ctx context.Context) error {
 // setState changes the session state. c.mu must be held.
 func (c *Client) setState(s sessionState) {
 	c.state = s
+	c.publishSafe()
 	close(c.changed)
 	c.changed = make(chan struct{})
 }

@@ -49,8 +49,11 @@ type Handle struct {
 	invalid  atomic.Bool
 	closed   atomic.Bool
 
-	mu        sync.Mutex
-	seq       *coord.Sequencer // of the lock the program holds, if any
+	mu sync.Mutex
+	// seq is the sequencer of the lock the program holds, if any. It
+	// is written under mu and read without it by LockHeld, which a
+	// fencing server calls on every request.
+	seq       atomic.Pointer[coord.Sequencer]
 	cachedSeq *coord.Sequencer // of a lock released by the program but kept (CacheLocks)
 	contended bool             // another session asked for the lock since it was acquired
 }
@@ -155,7 +158,7 @@ func (c *Client) dropIdleLocked(id uint64) {
 func (h *Handle) keepIdle() bool {
 	c := h.c
 	h.mu.Lock()
-	locked := h.seq != nil || h.cachedSeq != nil
+	locked := h.seq.Load() != nil || h.cachedSeq != nil
 	h.mu.Unlock()
 	if !h.reusable || locked || h.usable() != nil || c.opts.MaxIdleHandles < 0 {
 		return false
@@ -398,7 +401,8 @@ func (h *Handle) acquire(ctx context.Context, mode coord.LockMode, wait bool) (b
 	h.mu.Lock()
 	if cs := h.cachedSeq; cs != nil && cs.Mode == mode && safe && h.usable() == nil {
 		// Still held at the cell since the program released it.
-		h.seq, h.cachedSeq = cs, nil
+		h.seq.Store(cs)
+		h.cachedSeq = nil
 		h.mu.Unlock()
 		return true, nil
 	}
@@ -418,7 +422,8 @@ func (h *Handle) acquire(ctx context.Context, mode coord.LockMode, wait bool) (b
 	}
 	seq := pb.SequencerFromProto(resp.Sequencer)
 	h.mu.Lock()
-	h.seq, h.contended = &seq, false
+	h.seq.Store(&seq)
+	h.contended = false
 	h.mu.Unlock()
 	return true, nil
 }
@@ -469,12 +474,12 @@ func (h *Handle) conflict() {
 // Acquire in the same mode takes it back without a call.
 func (h *Handle) Release(ctx context.Context) error {
 	h.mu.Lock()
-	if h.c.opts.CacheLocks && h.seq != nil && !h.contended && h.usable() == nil {
-		h.cachedSeq, h.seq = h.seq, nil
+	if h.c.opts.CacheLocks && h.seq.Load() != nil && !h.contended && h.usable() == nil {
+		h.cachedSeq = h.seq.Swap(nil)
 		h.mu.Unlock()
 		return nil
 	}
-	h.seq = nil
+	h.seq.Store(nil)
 	h.mu.Unlock()
 	return h.mutate(ctx, func(ctx context.Context, cli pb.ChubbyClient, r *pb.HandleRequest, o grpc.CallOption) error {
 		_, err := cli.Release(ctx, r, o)
@@ -486,20 +491,18 @@ func (h *Handle) Release(ctx context.Context) error {
 func (h *Handle) GetSequencer() (coord.Sequencer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.seq == nil {
+	seq := h.seq.Load()
+	if seq == nil {
 		return coord.Sequencer{}, coord.Errorf(coord.NotHeld, "%s: this handle holds no lock", h.name)
 	}
-	return *h.seq, nil
+	return *seq, nil
 }
 
 // LockHeld reports, without a network round trip, whether this handle
 // holds its lock and the session is safe. A server fencing itself with a
 // Chubby lock checks this on every request.
 func (h *Handle) LockHeld() bool {
-	h.mu.Lock()
-	held := h.seq != nil
-	h.mu.Unlock()
-	return held && h.usable() == nil && h.c.Safe()
+	return h.seq.Load() != nil && h.usable() == nil && h.c.Safe()
 }
 
 // SetSequencer ties the handle to a sequencer: later calls on the handle

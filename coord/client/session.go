@@ -165,6 +165,7 @@ func (c *Client) answer(sent time.Time, resp *pb.KeepAliveResponse) {
 	if wasJeopardy {
 		c.setState(stateSafe)
 	}
+	c.publishSafe()
 	for _, inv := range resp.Invalidations {
 		if inv.Seq > c.ackedInval {
 			delete(c.cache, inv.Path)

@@ -83,7 +83,17 @@ type Caller struct {
 type localCall struct{ secret string }
 
 func withLocalCall(ctx context.Context, secret string) context.Context {
-	return context.WithValue(ctx, localCall{}, localCall{secret: secret})
+	return localMark(secret).in(ctx)
+}
+
+// localMarker is a localCall boxed once: a stub marks every call with
+// it, and a value boxed at each call would cost an allocation.
+type localMarker struct{ v any }
+
+func localMark(secret string) localMarker { return localMarker{v: localCall{secret: secret}} }
+
+func (m localMarker) in(ctx context.Context) context.Context {
+	return context.WithValue(ctx, localCall{}, m.v)
 }
 
 // Authenticate checks a call's secret (if the server has one) and returns

@@ -147,7 +147,7 @@ func (c *Client) stub(addr string) (pb.TabletServerClient, error) {
 	var st pb.TabletServerClient = pb.NewTabletServerClient(cc)
 	if c.opts.Local != nil {
 		if srv, ok := c.opts.Local(addr); ok {
-			st = localStub{TabletServerClient: st, srv: srv, secret: c.opts.Secret}
+			st = localStub{TabletServerClient: st, srv: srv, mark: localMark(c.opts.Secret)}
 		}
 	}
 	if c.stubs == nil {

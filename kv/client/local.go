@@ -24,14 +24,14 @@ import (
 type localStub struct {
 	pb.TabletServerClient // gRPC, for everything else
 	srv                   pb.TabletServerServer
-	secret                string
+	mark                  localMarker
 }
 
 // in marks a direct call with the stub's secret (auth.go's localCall), so
 // that the server authenticates it and sees its principal (the context's)
 // as it would a gRPC call's.
 func (l localStub) in(ctx context.Context) context.Context {
-	return withLocalCall(ctx, l.secret)
+	return l.mark.in(ctx)
 }
 
 func (l localStub) ReadRow(ctx context.Context, in *pb.ReadRowRequest, _ ...grpc.CallOption) (*pb.ReadRowResponse, error) {

@@ -29,7 +29,20 @@ type principalKey struct{}
 // WithPrincipal returns ctx carrying p; kv/client sends it with every call
 // made under ctx.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return BindPrincipal(p).In(ctx)
+}
+
+// BoundPrincipal is a principal boxed once: a caller that marks many
+// contexts with the same principal (a SQL session, every statement)
+// saves the allocation of boxing it each time.
+type BoundPrincipal struct{ v any }
+
+// BindPrincipal boxes p for In.
+func BindPrincipal(p Principal) BoundPrincipal { return BoundPrincipal{v: p} }
+
+// In is WithPrincipal with the bound principal.
+func (b BoundPrincipal) In(ctx context.Context) context.Context {
+	return context.WithValue(ctx, principalKey{}, b.v)
 }
 
 // PrincipalFrom returns the principal ctx carries, if any.

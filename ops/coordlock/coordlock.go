@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellardb/cellar/coord"
@@ -103,15 +104,16 @@ type lock struct {
 	c    *client.Client
 	h    *client.Handle
 	lost chan struct{} // closed when the current hold ends
+	// cur mirrors h for Held, which the tablet server calls on every
+	// request and so reads without mu.
+	cur atomic.Pointer[client.Handle]
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
 func (l *lock) Held() bool {
-	l.mu.Lock()
-	h := l.h
-	l.mu.Unlock()
+	h := l.cur.Load()
 	return h != nil && h.LockHeld()
 }
 
@@ -281,6 +283,7 @@ func (l *lock) take(ctx context.Context, create bool) error {
 		c.Close(context.Background())
 		l.mu.Lock()
 		l.c, l.h = nil, nil
+		l.cur.Store(nil)
 		l.mu.Unlock()
 		return err
 	}
@@ -308,6 +311,7 @@ func (l *lock) take(ctx context.Context, create bool) error {
 	}
 	l.mu.Lock()
 	l.c, l.h = c, h
+	l.cur.Store(h)
 	l.mu.Unlock()
 	return nil
 }
@@ -357,6 +361,7 @@ func (l *lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	c, h := l.c, l.h
 	l.c, l.h = nil, nil
+	l.cur.Store(nil)
 	l.mu.Unlock()
 	if c == nil {
 		return nil
