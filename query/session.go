@@ -150,6 +150,12 @@ func (s *Session) reseed(x float64) {
 
 // Setting returns a setting's value.
 func (s *Session) Setting(name string) (string, bool) {
+	if st, ok := s.set.boundSetting(name); ok {
+		if st == nil {
+			return "", false
+		}
+		return st.value, true
+	}
 	st, ok := s.set.byName[name] // names are mostly asked for in lower case
 	if !ok {
 		st, ok = s.set.byName[strings.ToLower(name)]
@@ -161,19 +167,7 @@ func (s *Session) Setting(name string) (string, bool) {
 }
 
 // Style is pgtypes.StyleFrom(s.Setting) without the map lookups.
-func (s *Session) Style() pgtypes.Style {
-	return pgtypes.StyleFrom(func(name string) (string, bool) {
-		for i, k := range styleNames {
-			if k == name {
-				if st := s.set.style[i]; st != nil {
-					return st.value, true
-				}
-				return "", false
-			}
-		}
-		return s.Setting(name)
-	})
-}
+func (s *Session) Style() pgtypes.Style { return pgtypes.StyleFrom(s.setting) }
 
 // ReportChanges returns the reported settings whose value the client has
 // not been sent yet (all of them at first), by PostgreSQL's names.

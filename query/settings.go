@@ -182,13 +182,26 @@ type settings struct {
 	reported []string
 	// reportedSet are those settings, in the same order (set by bind).
 	reportedSet []*setting
-	// style are the settings pgtypes.StyleFrom reads, by styleNames (set
-	// by bind): every statement's output asks for them.
-	style [len(styleNames)]*setting
+	// bound are the settings of boundNames (set by bind): every
+	// statement asks for them.
+	bound [len(boundNames)]*setting
 }
 
-// styleNames are the settings a pgtypes.Style is made of.
-var styleNames = [...]string{"datestyle", "timezone", "intervalstyle", "extra_float_digits"}
+// boundNames are the settings every statement reads, which Setting finds
+// without a map lookup: the four a pgtypes.Style is made of, and the
+// statement_timeout pgwire arms.
+var boundNames = [...]string{"datestyle", "timezone", "intervalstyle", "extra_float_digits", "statement_timeout"}
+
+// boundSetting finds a setting of boundNames without the map: ok is
+// false if name is not one of them.
+func (s *settings) boundSetting(name string) (st *setting, ok bool) {
+	for i, k := range boundNames {
+		if k == name {
+			return s.bound[i], true
+		}
+	}
+	return nil, false
+}
 
 func newSettings(user string, superuser bool) settings {
 	s := settings{byName: map[string]*setting{}}
@@ -221,8 +234,8 @@ func (s *settings) bind() {
 	for _, k := range s.reported {
 		s.reportedSet = append(s.reportedSet, s.byName[k])
 	}
-	for i, k := range styleNames {
-		s.style[i] = s.byName[k]
+	for i, k := range boundNames {
+		s.bound[i] = s.byName[k]
 	}
 	if ds := s.byName["datestyle"]; ds != nil {
 		ds.check = func(v string) (string, *sqlstate.Error) { return checkDateStyle(v, ds.value) }

@@ -493,8 +493,11 @@ func (r *tableRel) required(conds []model.Condition, need []bool) []string {
 			add(col.Family)
 		}
 	}
-	if out == nil {
+	switch len(out) {
+	case 0:
 		return []string{}
+	case 1:
+		return out
 	}
 	slices.Sort(out)
 	return out
