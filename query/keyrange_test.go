@@ -70,3 +70,43 @@ func TestPrefixEnd(t *testing.T) {
 		t.Error("a point range is not seen as one")
 	}
 }
+
+// TestKeyEquality: the lone equality a prepared point lookup plans once
+// is found either way round and nothing else is taken for one, and its
+// range holds exactly the one row, however its start is appended to.
+func TestKeyEquality(t *testing.T) {
+	for where, want := range map[string]string{
+		"_key = $1":           "$1",
+		"$1 = _key":           "$1",
+		"t._key = 'a'":        "a",
+		"_key = _key":         "",
+		"_key >= $1":          "",
+		"_key IN ($1, $2)":    "",
+		"v = $1":              "",
+		"_key = $1 AND v = 1": "",
+	} {
+		tree, err := pg.Parse("SELECT * FROM t WHERE " + where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if n := keyEquality(tree.Stmts[0].Stmt.GetSelectStmt().WhereClause, "_key"); n != nil {
+			if p := n.GetParamRef(); p != nil {
+				got = fmt.Sprintf("$%d", p.Number)
+			} else {
+				got = n.GetAConst().GetSval().GetSval()
+			}
+		}
+		if got != want {
+			t.Errorf("%s: got %q, want %q", where, got, want)
+		}
+	}
+	r := oneRow([]byte("k1"))
+	if key, ok := pointRange(r); !ok || string(key) != "k1" {
+		t.Fatalf("oneRow(k1) = %v, not the one row k1", r)
+	}
+	_ = append(r.Start, 'x')
+	if string(r.End) != "k1\x00" {
+		t.Fatalf("appending to the start changed the end: %q", r.End)
+	}
+}
