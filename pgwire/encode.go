@@ -130,9 +130,7 @@ func appendBinary(b []byte, oid uint32, v any) []byte {
 			days := daysFromCivil(u.Year(), int(u.Month()), u.Day()) - daysFromCivil(2000, 1, 1)
 			return binary.BigEndian.AppendUint32(b, uint32(int32(days)))
 		case pgeval.OIDTime:
-			u := x.UTC()
-			us := int64(u.Hour())*3600e6 + int64(u.Minute())*60e6 + int64(u.Second())*1e6 + int64(u.Nanosecond()/1000)
-			return binary.BigEndian.AppendUint64(b, uint64(us))
+			return binary.BigEndian.AppendUint64(b, uint64(pgtypes.TimeOfDayMicros(x)))
 		}
 		if !isTextual(oid) {
 			switch pgtypes.IsInfinite(x) {

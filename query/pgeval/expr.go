@@ -650,6 +650,9 @@ func (c *compiler) typeOID(t *pg.TypeName) (uint32, int64, error) {
 			oid, ok = pgtypes.OIDTimestamptz, true
 		}
 	}
+	if !ok && unsupportedTypes[name] {
+		return 0, -1, errAt(t.Location, sqlstate.CodeFeatureNotSupported, "type %s is not supported", name)
+	}
 	if !ok {
 		return 0, -1, errAt(t.Location, codeUndefinedObject, "type \"%s\" does not exist", name)
 	}

@@ -201,10 +201,7 @@ func julianDay(t time.Time) int {
 }
 
 // timeOfDay is the microseconds since midnight of a time value.
-func timeOfDay(t time.Time) int64 {
-	u := t.UTC()
-	return int64(u.Hour())*pgtypes.USecsPerHour + int64(u.Minute())*pgtypes.USecsPerMinute + int64(u.Second())*pgtypes.USecsPerSec + int64(u.Nanosecond()/1000)
-}
+func timeOfDay(t time.Time) int64 { return pgtypes.TimeOfDayMicros(t) }
 
 // timeFromMicros is a time value from microseconds since midnight.
 func timeFromMicros(us int64) time.Time {

@@ -449,12 +449,24 @@ func FormatXSD(oid uint32, t time.Time, st Style) string {
 // FormatTime writes a time of day held as a time.Time (time without
 // time zone).
 func FormatTime(t time.Time) string {
-	t = t.UTC()
-	s := fmt.Sprintf("%02d:%02d:%02d", t.Hour(), t.Minute(), t.Second())
-	if us := t.Nanosecond() / 1000; us != 0 {
-		s += strings.TrimRight(fmt.Sprintf(".%06d", us), "0")
+	us := TimeOfDayMicros(t)
+	s := fmt.Sprintf("%02d:%02d:%02d", us/USecsPerHour, us/USecsPerMinute%60, us/USecsPerSec%60)
+	if frac := us % USecsPerSec; frac != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%06d", frac), "0")
 	}
 	return s
+}
+
+// TimeOfDayMicros is a time of day held as a time.Time on 2000-01-01 UTC
+// (time without time zone) in µs since midnight. 24:00:00, which
+// PostgreSQL accepts as the end of the day, is midnight of 2000-01-02.
+func TimeOfDayMicros(t time.Time) int64 {
+	u := t.UTC()
+	us := int64(u.Hour())*USecsPerHour + int64(u.Minute())*USecsPerMinute + int64(u.Second())*USecsPerSec + int64(u.Nanosecond()/1000)
+	if us == 0 && u.Year() == 2000 && u.Month() == 1 && u.Day() == 2 {
+		return USecsPerDay
+	}
+	return us
 }
 
 // Date/time input errors.
