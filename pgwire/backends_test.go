@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,6 +104,28 @@ func TestBackendSignals(t *testing.T) {
 	if ok, err := signal(root, `SELECT pg_terminate_backend(2147483647)`); ok || err != nil {
 		t.Errorf("no such backend: %v %v", ok, err)
 	}
+	// PostgreSQL's warning comes with the false, before the row.
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://root:pw@%s/cellar?sslmode=disable", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		warnings = append(warnings, n.Severity+" "+n.Code+" "+n.Message)
+	}
+	wc, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancelled, terminated bool
+	if err := wc.QueryRow(ctx, `SELECT pg_cancel_backend(2147483647), pg_terminate_backend(-1)`).Scan(&cancelled, &terminated); err != nil || cancelled || terminated {
+		t.Errorf("no such backend: %v %v %v", cancelled, terminated, err)
+	}
+	if want := []string{"WARNING 01000 PID 2147483647 is not a PostgreSQL backend process",
+		"WARNING 01000 PID -1 is not a PostgreSQL backend process"}; !slices.Equal(warnings, want) {
+		t.Errorf("warnings %q, want %q", warnings, want)
+	}
+	wc.Close(ctx)
 	if _, err := signal(root, `SELECT pg_terminate_backend($1, -1)`, bobPID); code(err) != "ERROR 22023" {
 		t.Errorf("a negative timeout: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/cellardb/cellar/query"
+	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
@@ -558,42 +559,42 @@ func errTerminated() *sqlstate.Error {
 // process id, or a terminated one has not ended within wait (if not 0).
 // As in PostgreSQL, a superuser may signal any backend and another user
 // only its own user's, never a superuser's (42501).
-func (c *conn) signal(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (ok bool, err error) {
+func (c *conn) signal(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (pgeval.SignalOutcome, error) {
 	c.srv.mu.Lock()
 	t := c.srv.backends[pid]
 	c.srv.mu.Unlock()
 	if t == nil {
-		return false, nil
+		return pgeval.NoSuchBackend, nil
 	}
 	if !c.superuser {
 		// user and superuser are set before the target registered.
 		switch {
 		case t.superuser && terminate:
-			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a superuser to terminate superuser process")
+			return 0, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a superuser to terminate superuser process")
 		case t.superuser:
-			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a superuser to cancel superuser query")
+			return 0, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a superuser to cancel superuser query")
 		case t.user != c.user && terminate:
-			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a member of the role whose process is being terminated or member of pg_signal_backend")
+			return 0, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a member of the role whose process is being terminated or member of pg_signal_backend")
 		case t.user != c.user:
-			return false, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a member of the role whose query is being canceled or member of pg_signal_backend")
+			return 0, sqlstate.Errorf(sqlstate.CodeInsufficientPrivilege, "must be a member of the role whose query is being canceled or member of pg_signal_backend")
 		}
 	}
 	if !terminate {
 		t.cancelStatement()
-		return true, nil
+		return pgeval.Signalled, nil
 	}
 	t.terminated.Store(true)
 	t.shutdown()
 	if wait <= 0 || t == c {
-		return true, nil
+		return pgeval.Signalled, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	select {
 	case <-t.done:
-		return true, nil
+		return pgeval.Signalled, nil
 	case <-ctx.Done():
-		return false, nil
+		return pgeval.NotTerminated, nil
 	}
 }
 

@@ -31,7 +31,7 @@ func (s *Session) env(cat pgeval.Catalog) *pgeval.Env {
 	}
 	return &pgeval.Env{Catalog: cat, Setting: s.setting, User: s.opts.User, Database: s.opts.Database,
 		BackendPID: s.opts.BackendPID, Now: now.UTC(), SortBudget: s.opts.SortBudget,
-		Random: s.random, SetSeed: s.setSeed, Clock: s.opts.Clock, SignalBackend: s.opts.Signal}
+		Random: s.random, SetSeed: s.setSeed, Clock: s.opts.Clock, SignalBackend: s.opts.Signal, Notice: s.notice}
 }
 
 // stmtCatalog resolves a statement's relations: the emulated system

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cellardb/cellar/kv/model"
 	"github.com/cellardb/cellar/query/pgcatalog"
+	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
 )
@@ -56,7 +58,7 @@ type SessionOptions struct {
 	// (pg_cancel_backend, pg_terminate_backend), and with a wait waits
 	// that long for the session to end; ok is false if there is no such
 	// backend or it did not end in time. nil: none can be signalled.
-	Signal func(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (ok bool, err error)
+	Signal func(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (pgeval.SignalOutcome, error)
 }
 
 // TxStatus is the transaction status ReadyForQuery reports.
@@ -77,10 +79,15 @@ type Session struct {
 	setting func(string) (string, bool) // s.Setting, for Envs
 	// principal is the session user, bound once for asUser.
 	principal model.BoundPrincipal
-	txSaved   *settings // the settings at BEGIN, restored by ROLLBACK
-	tx        TxStatus
-	reported  []string // reported settings as last sent, as settings.reported; nil: none sent
-	cursors   map[string]*cursor
+	// warnings are those the running statement's functions raised
+	// (Env.Notice, through notice, a method value made once); Execute
+	// hands them to the client with the result.
+	warnings []*sqlstate.Error
+	notice   func(*sqlstate.Error)
+	txSaved  *settings // the settings at BEGIN, restored by ROLLBACK
+	tx       TxStatus
+	reported []string // reported settings as last sent, as settings.reported; nil: none sent
+	cursors  map[string]*cursor
 	// savepoints of the transaction block, oldest first, each with the
 	// settings at its start.
 	savepoints []savepoint
@@ -112,6 +119,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 	}
 	s := &Session{opts: opts, set: newSettings(opts.User, opts.Superuser), tx: TxIdle, cursors: map[string]*cursor{}}
 	s.setting = s.Setting // a method value allocates: made once, not per Env
+	s.notice = s.addWarning
 	s.principal = model.BindPrincipal(model.Principal{Name: opts.User, Superuser: opts.Superuser})
 	seed := opts.Seed
 	if seed == 0 {
@@ -340,7 +348,12 @@ func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Resu
 	if err := ctx.Err(); err != nil {
 		return nil, canceled(err)
 	}
+	s.warnings = s.warnings[:0]
 	res, err := st.run(ctx, s, args)
+	if len(s.warnings) > 0 && err == nil && res != nil {
+		res.Notices = append(slices.Clip(s.warnings), res.Notices...)
+		s.warnings = nil
+	}
 	if err != nil {
 		s.Failed()
 		if res != nil && res.Columns == nil {
@@ -354,6 +367,8 @@ func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Resu
 	}
 	return res, nil
 }
+
+func (s *Session) addWarning(e *sqlstate.Error) { s.warnings = append(s.warnings, e) }
 
 // Failed records that a statement failed: a transaction block is then
 // aborted until it ends.

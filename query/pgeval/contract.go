@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cellardb/cellar/query/pgtypes"
+	"github.com/cellardb/cellar/query/sqlstate"
 )
 
 // Relation is a table the engine reads: a virtual catalog table, or a
@@ -116,8 +117,22 @@ type Env struct {
 	// without it clock_timestamp() is Now.
 	Clock func() time.Time
 	// SignalBackend is what pg_cancel_backend (terminate false) and
-	// pg_terminate_backend call: ok is false if no backend has the
-	// process id or, with a wait, if a terminated one has not ended
-	// within it. nil: no backend can be signalled.
-	SignalBackend func(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (ok bool, err error)
+	// pg_terminate_backend call. nil: no backend can be signalled.
+	SignalBackend func(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (SignalOutcome, error)
+	// Notice, if set, receives the warnings functions raise while the
+	// statement runs (PostgreSQL's ereport(WARNING)); nil drops them.
+	Notice func(*sqlstate.Error)
 }
+
+// SignalOutcome is what signalling a backend did.
+type SignalOutcome int
+
+const (
+	// Signalled: the backend was canceled or told to terminate (and,
+	// with a wait, ended within it).
+	Signalled SignalOutcome = iota
+	// NoSuchBackend: no backend has the process id.
+	NoSuchBackend
+	// NotTerminated: a terminated backend had not ended within the wait.
+	NotTerminated
+)

@@ -608,12 +608,29 @@ func addSystemFuncs(add func(string, ...*builtin)) {
 	add("current_user", userFn)
 	add("session_user", userFn)
 	add("pg_backend_pid", &builtin{ret: tInt4, fn: func(ec *evalCtx, _ []any, _ []uint32) (any, error) { return int64(ec.env.BackendPID), nil }})
-	// A pid no backend has is false (PostgreSQL also warns).
+	// A pid no backend has, or a wait that runs out, is false with
+	// PostgreSQL's warning.
 	signal := func(ec *evalCtx, pid int64, terminate bool, wait time.Duration) (any, error) {
-		if ec.env.SignalBackend == nil || pid <= 0 || pid > math.MaxUint32 {
-			return false, nil
+		outcome := NoSuchBackend
+		if ec.env.SignalBackend != nil && pid > 0 && pid <= math.MaxUint32 {
+			var err error
+			if outcome, err = ec.env.SignalBackend(ec.ctx, uint32(pid), terminate, wait); err != nil {
+				return nil, err
+			}
 		}
-		return ec.env.SignalBackend(ec.ctx, uint32(pid), terminate, wait)
+		var warning *sqlstate.Error
+		switch outcome {
+		case Signalled:
+			return true, nil
+		case NotTerminated:
+			warning = sqlstate.Notice("WARNING", sqlstate.CodeWarning, "backend with PID %d did not terminate within %d milliseconds", pid, wait.Milliseconds())
+		default:
+			warning = sqlstate.Notice("WARNING", sqlstate.CodeWarning, "PID %d is not a PostgreSQL backend process", pid)
+		}
+		if ec.env.Notice != nil {
+			ec.env.Notice(warning)
+		}
+		return false, nil
 	}
 	add("pg_cancel_backend", &builtin{args: []uint32{tInt4}, ret: tBool, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
 		return signal(ec, a[0].(int64), false, 0)
