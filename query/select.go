@@ -10,6 +10,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/cellardb/cellar/query/catalog"
+	"github.com/cellardb/cellar/query/pgcatalog"
 	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
 	"github.com/cellardb/cellar/query/sqlstate"
@@ -31,7 +32,8 @@ func (s *Session) env(cat pgeval.Catalog) *pgeval.Env {
 	}
 	return &pgeval.Env{Catalog: cat, Setting: s.setting, User: s.opts.User, Database: s.opts.Database,
 		BackendPID: s.opts.BackendPID, Now: now.UTC(), SortBudget: s.opts.SortBudget,
-		Random: s.random, SetSeed: s.setSeed, Clock: s.opts.Clock, SignalBackend: s.opts.Signal, Notice: s.notice}
+		Random: s.random, SetSeed: s.setSeed, Clock: s.opts.Clock, SignalBackend: s.opts.Signal, Notice: s.notice,
+		FunctionText: pgcatalog.FunctionText}
 }
 
 // stmtCatalog resolves a statement's relations: the emulated system

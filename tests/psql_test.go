@@ -100,6 +100,11 @@ func TestPsqlMetaCommands(t *testing.T) {
 		{`\d+ meta_t`, []string{`Table "public.meta_t"`, "Storage", "Access method: heap"}},
 		{`\l`, []string{"List of databases", "cellar"}},
 		{`\dn`, []string{"List of schemas", "public"}},
+		// The functions cellar has, with PostgreSQL's signatures.
+		{`\df now`, []string{"pg_catalog | now  | timestamp with time zone |                     | func"}},
+		{`\df pg_terminate_backend`, []string{"| boolean          | pid integer, timeout bigint DEFAULT 0 | func"}},
+		{`\df+ lower`, []string{"| lower | text             | text                | func | immutable  | safe     |", "| lowercase"}},
+		{`\da count`, []string{`| count | bigint           | "any"               | number of input rows for which the input expression is not null`}},
 	} {
 		out := run(c.cmd)
 		for _, w := range c.want {

@@ -31,6 +31,7 @@ var builders = map[string]builder{
 	"pg_catalog.pg_language":                     staticRows("pg_language"),
 	"pg_catalog.pg_range":                        staticRows("pg_range"),
 	"pg_catalog.pg_tablespace":                   staticRows("pg_tablespace"),
+	"pg_catalog.pg_description":                  staticRows("pg_description"),
 	"pg_catalog.pg_extension":                    pgExtension,
 	"pg_catalog.pg_available_extensions":         pgAvailableExtensions,
 	"pg_catalog.pg_tables":                       pgTables,

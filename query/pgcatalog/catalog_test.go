@@ -3,6 +3,8 @@ package pgcatalog
 import (
 	"context"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -441,5 +443,29 @@ func TestLookups(t *testing.T) {
 	}
 	if oid, ok := ProcOID("array_in"); !ok || oid != 750 {
 		t.Errorf("ProcOID array_in: %d", oid)
+	}
+}
+
+// TestFunctionsListed: functions.txt, which gen.sh takes the functions
+// of pg_proc from, names the functions the evaluator has, so that psql's
+// \df and a BI tool's function browser list what cellar can call.
+func TestFunctionsListed(t *testing.T) {
+	raw, err := os.ReadFile("functions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := strings.Fields(string(raw))
+	if want := pgeval.FunctionNames(); !slices.Equal(listed, want) {
+		t.Errorf("functions.txt is not pgeval.FunctionNames(); rewrite it and run gen.sh:\nlisted %q\nwant   %q", listed, want)
+	}
+	// Every name PostgreSQL has a pg_proc entry for is in pg_proc.
+	for _, n := range listed {
+		switch n {
+		case "current_catalog", "trim": // syntax, not functions, in PostgreSQL too
+			continue
+		}
+		if _, ok := ProcOID(n); !ok {
+			t.Errorf("pg_proc has no %s", n)
+		}
 	}
 }

@@ -118,9 +118,12 @@ type builtin struct {
 	typeRows  [][]any
 	procRows  [][]any
 	procNames map[uint32]string
-	static    map[string][][]any // relation -> builtin rows
-	settings  map[string][]string
-	opclass   map[uint32]uint32 // type -> default btree operator class
+	// procText is pg_get_function_result, _arguments and
+	// _identity_arguments of each function in pg_proc.
+	procText map[uint32][3]string
+	static   map[string][][]any // relation -> builtin rows
+	settings map[string][]string
+	opclass  map[uint32]uint32 // type -> default btree operator class
 }
 
 var data = mustLoad()
@@ -228,6 +231,14 @@ func load() (*builtin, error) {
 	for _, p := range procs {
 		b.procNames[atou(p[0])] = p[1]
 	}
+	texts, err := readTSV("pg_proc_text")
+	if err != nil {
+		return nil, err
+	}
+	b.procText = make(map[uint32][3]string, len(texts))
+	for _, t := range texts {
+		b.procText[atou(t[0])] = [3]string{t[1], t[2], t[3]}
+	}
 	types, err := readTSV("pg_type")
 	if err != nil {
 		return nil, err
@@ -263,7 +274,7 @@ func load() (*builtin, error) {
 			}
 		}
 	}
-	for _, name := range []string{"pg_am", "pg_opclass", "pg_collation", "pg_language", "pg_range", "pg_tablespace"} {
+	for _, name := range []string{"pg_am", "pg_opclass", "pg_collation", "pg_language", "pg_range", "pg_tablespace", "pg_description"} {
 		recs, err := readTSV(name)
 		if err != nil {
 			return nil, err

@@ -38,10 +38,25 @@ types="SELECT t.oid FROM pg_type t LEFT JOIN pg_type e ON e.oid = t.typelem AND 
   AND (t.typrelid = 0 OR t.typrelid IN ($rels)) AND (e.oid IS NULL OR e.typrelid = 0 OR e.typrelid IN ($rels))"
 copy pg_type "SELECT $(cols pg_type) FROM pg_type WHERE oid IN ($types) ORDER BY oid"
 
-# The types' I/O functions.
-copy pg_proc "SELECT $(cols pg_proc) FROM pg_proc WHERE oid IN (
+# The types' I/O functions, and PostgreSQL's entries for the functions
+# cellar's evaluator has (functions.txt, which TestFunctionsListed keeps
+# equal to pgeval.FunctionNames) whose argument and result types are
+# among the types above.
+fns=$(awk '{printf "%s%c%s%c", (NR>1?",":""), 39, $1, 39}' functions.txt)
+procs="SELECT oid FROM pg_proc WHERE oid IN (
   SELECT unnest(ARRAY[typinput::oid, typoutput::oid, typreceive::oid, typsend::oid, typmodin::oid, typmodout::oid, typanalyze::oid, typsubscript::oid])
-  FROM pg_type WHERE oid IN ($types)) ORDER BY oid"
+  FROM pg_type WHERE oid IN ($types))
+  OR (proname IN ($fns) AND pronamespace IN (SELECT oid FROM pg_namespace WHERE nspname IN ('pg_catalog', 'information_schema'))
+    AND prorettype IN ($types) AND NOT EXISTS (SELECT 1 FROM unnest(proargtypes::oid[] || prorettype) a
+      WHERE a NOT IN ($types) OR a::regtype::text LIKE '%range'))"
+copy pg_proc "SELECT $(cols pg_proc) FROM pg_proc WHERE oid IN ($procs) ORDER BY oid"
+# What pg_get_function_result, _arguments and _identity_arguments print
+# for them (argument defaults are node trees cellar does not deparse).
+copy pg_proc_text "SELECT oid, pg_get_function_result(oid), pg_get_function_arguments(oid), pg_get_function_identity_arguments(oid)
+  FROM pg_proc WHERE oid IN ($procs) ORDER BY oid"
+# Their descriptions (\df+, \da, obj_description).
+copy pg_description "SELECT objoid, classoid, objsubid, description FROM pg_description
+  WHERE classoid = 'pg_proc'::regclass AND objoid IN ($procs) ORDER BY objoid"
 
 copy pg_am "SELECT $(cols pg_am) FROM pg_am ORDER BY oid"
 copy pg_opclass "SELECT $(cols pg_opclass) FROM pg_opclass WHERE opcdefault AND opcmethod IN (SELECT oid FROM pg_am WHERE amname IN ('btree', 'hash')) ORDER BY oid"

@@ -120,6 +120,14 @@ func ProcName(oid uint32) (string, bool) {
 	return n, ok
 }
 
+// FunctionText returns what PostgreSQL's pg_get_function_result,
+// pg_get_function_arguments and pg_get_function_identity_arguments
+// print for a function in pg_proc.
+func FunctionText(oid uint32) (result, args, identity string, ok bool) {
+	t, ok := data.procText[oid]
+	return t[0], t[1], t[2], ok
+}
+
 // ProcOID returns the OID of a function in pg_proc by its name.
 func ProcOID(name string) (uint32, bool) {
 	for oid, n := range data.procNames {

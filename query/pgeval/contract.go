@@ -119,6 +119,11 @@ type Env struct {
 	// SignalBackend is what pg_cancel_backend (terminate false) and
 	// pg_terminate_backend call. nil: no backend can be signalled.
 	SignalBackend func(ctx context.Context, pid uint32, terminate bool, wait time.Duration) (SignalOutcome, error)
+	// FunctionText, if set, returns what pg_get_function_result,
+	// pg_get_function_arguments and pg_get_function_identity_arguments
+	// print for a function of pg_proc; without it, or for an oid it does
+	// not know, they are NULL.
+	FunctionText func(oid uint32) (result, args, identity string, ok bool)
 	// Notice, if set, receives the warnings functions raise while the
 	// statement runs (PostgreSQL's ereport(WARNING)); nil drops them.
 	Notice func(*sqlstate.Error)

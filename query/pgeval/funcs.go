@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -1730,4 +1731,20 @@ func similarToRegex(pat, escape string) string {
 	}
 	b.WriteString(")$")
 	return b.String()
+}
+
+// FunctionNames are the names of the functions, aggregates and window
+// functions the evaluator has, sorted: the emulated pg_proc lists
+// PostgreSQL's entries of these (pgcatalog's functions.txt).
+func FunctionNames() []string {
+	seen := map[string]bool{}
+	for _, m := range []map[string]bool{aggNames, orderedSetAggs, hypotheticalAggs, windowFuncs} {
+		for n := range m {
+			seen[n] = true
+		}
+	}
+	for n := range funcs {
+		seen[n] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }

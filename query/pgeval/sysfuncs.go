@@ -814,10 +814,25 @@ func addSystemFuncs(add func(string, ...*builtin)) {
 		}
 		return indexDef(ec, oidOf(a[0]), col)
 	}})
-	for _, n := range []string{"pg_get_viewdef", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef", "pg_get_function_result",
-		"pg_get_function_arguments", "pg_get_function_identity_arguments", "pg_get_statisticsobjdef_columns", "pg_get_functiondef",
-		"pg_get_partition_constraintdef"} {
+	for _, n := range []string{"pg_get_viewdef", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
+		"pg_get_statisticsobjdef_columns", "pg_get_functiondef", "pg_get_partition_constraintdef", "pg_get_function_sqlbody"} {
 		add(n, anyArgs(1, 2, tText, always(nil)))
+	}
+	for i, n := range []string{"pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments"} {
+		add(n, &builtin{args: []uint32{OIDOid}, ret: tText, fn: func(ec *evalCtx, a []any, _ []uint32) (any, error) {
+			if ec.env.FunctionText == nil {
+				return nil, nil
+			}
+			oid := oidOf(a[0])
+			if oid < 0 || oid > math.MaxUint32 {
+				return nil, nil
+			}
+			result, args, identity, ok := ec.env.FunctionText(uint32(oid))
+			if !ok {
+				return nil, nil
+			}
+			return [...]string{result, args, identity}[i], nil
+		}})
 	}
 	add("pg_get_serial_sequence", &builtin{args: []uint32{tText, tText}, ret: tText, fn: always(nil)})
 	for _, n := range []string{"pg_relation_size", "pg_total_relation_size", "pg_table_size", "pg_indexes_size", "pg_database_size", "pg_stat_get_numscans",
