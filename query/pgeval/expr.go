@@ -500,6 +500,15 @@ func (c *compiler) aconst1(a *pg.A_Const) (*Expr, error) {
 
 // wholeRow is t.* used as a value: a record of t's columns.
 func (c *compiler) wholeRow(sc *scope, parts []string, loc int32) (*Expr, error) {
+	args, err := c.starFields(sc, parts, loc)
+	if err != nil {
+		return nil, err
+	}
+	return recordOf(args, parts[len(parts)-2]), nil
+}
+
+// starFields are the columns t.* stands for.
+func (c *compiler) starFields(sc *scope, parts []string, loc int32) ([]*Expr, error) {
 	if sc == nil || len(parts) < 2 {
 		return nil, errAt(loc, sqlstate.CodeFeatureNotSupported, "* is not allowed here")
 	}
@@ -525,7 +534,7 @@ func (c *compiler) wholeRow(sc *scope, parts []string, loc int32) (*Expr, error)
 	if len(args) == 0 {
 		return nil, errAt(loc, sqlstate.CodeUndefinedTable, "missing FROM-clause entry for table \"%s\"", parts[len(parts)-2])
 	}
-	return recordOf(args, parts[len(parts)-2]), nil
+	return args, nil
 }
 
 func recordOf(args []*Expr, name string) *Expr {
@@ -551,14 +560,26 @@ func recordOf(args []*Expr, name string) *Expr {
 
 func (c *compiler) rowExpr(argNodes []*pg.Node, sc *scope) (*Expr, error) {
 	var args []*Expr
-	for i, a := range argNodes {
+	for _, a := range argNodes {
+		// ROW(t.*, x) is ROW(t.a, t.b, x), as in PostgreSQL.
+		if cr := a.GetColumnRef(); cr != nil {
+			if parts := strs(cr.Fields); len(parts) > 1 && parts[len(parts)-1] == "*" {
+				fields, err := c.starFields(sc, parts, cr.Location)
+				if err != nil {
+					return nil, err
+				}
+				args = append(args, fields...)
+				continue
+			}
+		}
 		e, err := c.expr(a, sc)
 		if err != nil {
 			return nil, err
 		}
-		e = c.settle(e)
+		args = append(args, c.settle(e))
+	}
+	for i, e := range args {
 		e.name = fmt.Sprintf("f%d", i+1)
-		args = append(args, e)
 	}
 	r := recordOf(args, "row")
 	return r, nil
