@@ -266,7 +266,19 @@ func (s *Session) compileShowDialect(st *Statement, x *ast.ShowStmt) (*Statement
 			if err != nil {
 				return nil, err
 			}
-			return &Result{Columns: st.Columns, Rows: [][]any{{name, catalog.CreateStatement(def, sc)}}, Tag: "SHOW 1"}, nil
+			var splits [][]byte
+			if kv := s.kv(); kv != nil && !def.Plain {
+				ts, err := kv.Tablets(ctx, name, model.RowRange{})
+				if err != nil {
+					return nil, err
+				}
+				for _, t := range ts {
+					if len(t.Start) > 0 {
+						splits = append(splits, t.Start)
+					}
+				}
+			}
+			return &Result{Columns: st.Columns, Rows: [][]any{{name, catalog.CreateStatement(def, sc, splits)}}, Tag: "SHOW 1"}, nil
 		}
 	case ast.ShowColumns:
 		name := x.Table.Name.O

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cellardb/cellar/kv/model"
 )
@@ -12,8 +13,10 @@ import (
 // like t with schema s (SHOW CREATE TABLE). GC rules and locality groups
 // come out as WITH options; a nested rule (a union inside an
 // intersection), which only the native API can make, is written as a
-// comment.
-func CreateStatement(t *Table, s model.Schema) string {
+// comment. splits are the row keys the table's tablets start at (all but
+// the first's): a table keyed by _key shows them as its splits option,
+// or, if one cannot be written there, says so in a comment.
+func CreateStatement(t *Table, s model.Schema, splits [][]byte) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", quoteIdent(t.Name))
 	var lines []string
@@ -49,6 +52,13 @@ func CreateStatement(t *Table, s model.Schema) string {
 	b.WriteString(strings.Join(lines, ",\n"))
 	b.WriteString("\n)")
 	var opts, notes []string
+	if len(splits) > 0 && !t.Plain {
+		if keys, ok := splitsOption(splits); ok {
+			opts = append(opts, "splits = "+quoteLiteral(keys))
+		} else {
+			notes = append(notes, fmt.Sprintf("-- %d split points, not all writable as splits (a key with a comma, spaces at its ends or bytes that are not UTF-8)", len(splits)))
+		}
+	}
 	for _, f := range s.Families {
 		if f.Name == MarkerFamily {
 			continue
@@ -141,3 +151,20 @@ func quoteIdent(s string) string {
 	}
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
+
+// splitsOption writes split keys as the splits option reads them: comma
+// separated, each trimmed of spaces.
+func splitsOption(splits [][]byte) (string, bool) {
+	keys := make([]string, len(splits))
+	for i, k := range splits {
+		s := string(k)
+		if s == "" || !utf8.ValidString(s) || strings.Contains(s, ",") || strings.TrimSpace(s) != s {
+			return "", false
+		}
+		keys[i] = s
+	}
+	return strings.Join(keys, ","), true
+}
+
+// quoteLiteral is s as a standard SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
