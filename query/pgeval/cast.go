@@ -452,6 +452,12 @@ func castTime(t time.Time, from, to uint32, loc *time.Location) time.Time {
 
 // parseTimeOfDay reads time without time zone: HH:MM[:SS[.frac]] with
 // an optional AM/PM, or allballs.
+// numericDate: s is a date in digits and separators (2000-01-01,
+// 1/2/2000, 2000.01.01).
+func numericDate(s string) bool {
+	return strings.Trim(s, "0123456789") != s && strings.Trim(s, "0123456789-/.") == "" && strings.ContainsAny(s, "-/.")
+}
+
 func parseTimeOfDay(s string) (any, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	if t == "allballs" {
@@ -459,6 +465,17 @@ func parseTimeOfDay(s string) (any, error) {
 	}
 	// Reuse the timestamp reader on a fixed date.
 	v, err := pgtypes.ParseDateTime(pgtypes.OIDTimestamp, "2000-01-01 "+t, pgtypes.DefaultStyle, time.Time{})
+	if date, _, ok := strings.Cut(t, " "); err != nil && ok && numericDate(date) {
+		// A numeric date before the time is read and ignored, as by
+		// time_in ('2000-01-01 12:00', not '2000-01-01T12:00').
+		ts, err2 := pgtypes.ParseDateTime(pgtypes.OIDTimestamp, t, pgtypes.DefaultStyle, time.Time{})
+		if err2 == nil {
+			u := ts.UTC()
+			v, err = time.Date(2000, 1, 1, u.Hour(), u.Minute(), u.Second(), u.Nanosecond(), time.UTC), nil
+		} else {
+			err = err2
+		}
+	}
 	if err != nil || !strings.Contains(t, ":") {
 		if se, ok := err.(*sqlstate.Error); ok && se.Code == "22008" {
 			return nil, sqlstate.Errorf("22008", "date/time field value out of range: \"%s\"", s)
