@@ -549,7 +549,8 @@ func (c *conn) shutdown() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
-// errTerminated is what a session that pg_terminate_backend ends is told.
+// errTerminated is what a session that pg_terminate_backend or a server
+// shutdown ends is told.
 func errTerminated() *sqlstate.Error {
 	return &sqlstate.Error{Severity: "FATAL", Code: sqlstate.CodeAdminShutdown, Message: "terminating connection due to administrator command"}
 }

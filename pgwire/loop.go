@@ -155,7 +155,7 @@ func (c *conn) receiveFailed(err error) {
 		return
 	}
 	if c.closing.Load() {
-		c.reportFatal(fatal{&sqlstate.Error{Severity: "FATAL", Code: sqlstate.CodeAdminShutdown, Message: "terminating connection due to administrator command"}})
+		c.reportFatal(fatal{errTerminated()})
 		return
 	}
 	var ne net.Error

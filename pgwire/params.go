@@ -2,7 +2,6 @@ package pgwire
 
 import (
 	"encoding/binary"
-	"time"
 
 	"github.com/cellardb/cellar/query/pgeval"
 	"github.com/cellardb/cellar/query/pgtypes"
@@ -52,11 +51,10 @@ func decodeBinaryParam(oid uint32, b []byte) (any, error) {
 			return nil, sqlstate.Errorf("22P03", "incorrect binary data format in a time parameter")
 		}
 		us := int64(binary.BigEndian.Uint64(b))
-		if us < 0 || us > 86400e6 {
+		if us < 0 || us > pgtypes.USecsPerDay {
 			return nil, sqlstate.Errorf("22008", "time out of range")
 		}
-		// The evaluator's time of day: a time on 2000-01-01 UTC.
-		return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(us) * time.Microsecond), nil
+		return pgtypes.TimeFromMicros(us), nil
 	case pgeval.OIDOid, pgeval.OIDXid:
 		if len(b) != 4 {
 			return nil, sqlstate.Errorf(sqlstate.CodeProtocolViolation, "incorrect binary data format in a %s parameter: %d bytes", pgeval.TypeName(oid), len(b))

@@ -58,12 +58,15 @@ func (a *keyAnalyzer) ranges(conj []*pg.Node) (rangeSet, error) {
 	return out, nil
 }
 
-func (a *keyAnalyzer) isKey(n *pg.Node) bool {
+func (a *keyAnalyzer) isKey(n *pg.Node) bool { return isColumn(n, a.column) }
+
+// isColumn: n is a reference to column (qualified or not).
+func isColumn(n *pg.Node, column string) bool {
 	c := n.GetColumnRef()
 	if c == nil || len(c.Fields) == 0 {
 		return false
 	}
-	return c.Fields[len(c.Fields)-1].GetString_().GetSval() == a.column
+	return c.Fields[len(c.Fields)-1].GetString_().GetSval() == column
 }
 
 func (a *keyAnalyzer) node(n *pg.Node) (rangeSet, error) {
@@ -212,11 +215,11 @@ func keyEquality(n *pg.Node, column string) *pg.Node {
 	if e == nil || e.Kind != pg.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Name[0].GetString_().GetSval() != "=" {
 		return nil
 	}
-	a := keyAnalyzer{column: column}
+	l, r := isColumn(e.Lexpr, column), isColumn(e.Rexpr, column)
 	switch {
-	case a.isKey(e.Lexpr) && !a.isKey(e.Rexpr):
+	case l && !r:
 		return e.Rexpr
-	case a.isKey(e.Rexpr) && !a.isKey(e.Lexpr):
+	case r && !l:
 		return e.Lexpr
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -348,11 +347,10 @@ func (s *Session) Execute(ctx context.Context, st *Statement, args []any) (*Resu
 	if err := ctx.Err(); err != nil {
 		return nil, canceled(err)
 	}
-	s.warnings = s.warnings[:0]
+	s.warnings = nil
 	res, err := st.run(ctx, s, args)
 	if len(s.warnings) > 0 && err == nil && res != nil {
-		res.Notices = append(slices.Clip(s.warnings), res.Notices...)
-		s.warnings = nil
+		res.Notices = append(s.warnings, res.Notices...)
 	}
 	if err != nil {
 		s.Failed()

@@ -100,20 +100,19 @@ type lock struct {
 	contents []byte
 	delay    time.Duration // the handle's lock-delay
 
-	mu   sync.Mutex
-	c    *client.Client
-	h    *client.Handle
+	mu sync.Mutex
+	c  *client.Client
+	// h is the handle holding the lock, written under mu and read
+	// without it by Held, which the tablet server calls on every request.
+	h    atomic.Pointer[client.Handle]
 	lost chan struct{} // closed when the current hold ends
-	// cur mirrors h for Held, which the tablet server calls on every
-	// request and so reads without mu.
-	cur atomic.Pointer[client.Handle]
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
 func (l *lock) Held() bool {
-	h := l.cur.Load()
+	h := l.h.Load()
 	return h != nil && h.LockHeld()
 }
 
@@ -121,7 +120,7 @@ func (l *lock) Held() bool {
 // hold, in kv's form.
 func (l *lock) Sequencer() (kvclient.Sequencer, error) {
 	l.mu.Lock()
-	h := l.h
+	h := l.h.Load()
 	l.mu.Unlock()
 	if h == nil {
 		return kvclient.Sequencer{}, fmt.Errorf("%s: %w", l.path, coord.ErrNotHeld)
@@ -187,7 +186,7 @@ func (l *lock) Relock(ctx context.Context) error {
 		return l.waitHeld(ctx)
 	}
 	l.mu.Lock()
-	c, h := l.c, l.h
+	c, h := l.c, l.h.Load()
 	l.mu.Unlock()
 	if h != nil {
 		err := h.Acquire(ctx, coord.Exclusive)
@@ -218,7 +217,7 @@ func (l *lock) Resume(ctx context.Context) error {
 		return l.waitHeld(ctx)
 	}
 	l.mu.Lock()
-	h := l.h
+	h := l.h.Load()
 	l.mu.Unlock()
 	if h == nil {
 		return fmt.Errorf("coordlock: %s: no handle to resume", l.path)
@@ -282,8 +281,8 @@ func (l *lock) take(ctx context.Context, create bool) error {
 	fail := func(err error) error {
 		c.Close(context.Background())
 		l.mu.Lock()
-		l.c, l.h = nil, nil
-		l.cur.Store(nil)
+		l.c = nil
+		l.h.Store(nil)
 		l.mu.Unlock()
 		return err
 	}
@@ -310,8 +309,8 @@ func (l *lock) take(ctx context.Context, create bool) error {
 		}
 	}
 	l.mu.Lock()
-	l.c, l.h = c, h
-	l.cur.Store(h)
+	l.c = c
+	l.h.Store(h)
 	l.mu.Unlock()
 	return nil
 }
@@ -359,9 +358,8 @@ func (l *lock) Release(ctx context.Context) error {
 	close(l.stop)
 	l.wg.Wait()
 	l.mu.Lock()
-	c, h := l.c, l.h
-	l.c, l.h = nil, nil
-	l.cur.Store(nil)
+	c, h := l.c, l.h.Swap(nil)
+	l.c = nil
 	l.mu.Unlock()
 	if c == nil {
 		return nil

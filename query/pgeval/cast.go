@@ -160,7 +160,7 @@ func castValue(v any, from, to uint32, ec *evalCtx) (any, error) {
 	case isTime(from) && isTime(to):
 		return castTime(v.(time.Time), from, to, styleOf(ec).Location()), nil
 	case from == OIDTime && to == OIDInterval:
-		return pgtypes.Interval{Micros: timeOfDay(v.(time.Time))}, nil
+		return pgtypes.Interval{Micros: pgtypes.TimeOfDayMicros(v.(time.Time))}, nil
 	case from == OIDInterval && to == OIDTime:
 		return intervalToTime(v.(pgtypes.Interval)), nil
 	case (from == pgtypes.OIDJSON || from == pgtypes.OIDJSONB) && (to == pgtypes.OIDJSON || to == pgtypes.OIDJSONB):
@@ -450,14 +450,14 @@ func castTime(t time.Time, from, to uint32, loc *time.Location) time.Time {
 	return t
 }
 
-// parseTimeOfDay reads time without time zone: HH:MM[:SS[.frac]] with
-// an optional AM/PM, or allballs.
 // numericDate: s is a date in digits and separators (2000-01-01,
 // 1/2/2000, 2000.01.01).
 func numericDate(s string) bool {
 	return strings.Trim(s, "0123456789") != s && strings.Trim(s, "0123456789-/.") == "" && strings.ContainsAny(s, "-/.")
 }
 
+// parseTimeOfDay reads time without time zone: HH:MM[:SS[.frac]] with
+// an optional AM/PM, a numeric date before it, or allballs.
 func parseTimeOfDay(s string) (any, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	if t == "allballs" {

@@ -200,14 +200,6 @@ func julianDay(t time.Time) int {
 	return pgtypes.Date2J(y, int(m), d)
 }
 
-// timeOfDay is the microseconds since midnight of a time value.
-func timeOfDay(t time.Time) int64 { return pgtypes.TimeOfDayMicros(t) }
-
-// timeFromMicros is a time value from microseconds since midnight.
-func timeFromMicros(us int64) time.Time {
-	return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(us) * time.Microsecond)
-}
-
 // addTimeInterval is time_pl_interval: only the time part counts, and
 // the result wraps around midnight.
 func addTimeInterval(t time.Time, iv pgtypes.Interval, sub bool) time.Time {
@@ -215,12 +207,12 @@ func addTimeInterval(t time.Time, iv pgtypes.Interval, sub bool) time.Time {
 	if sub {
 		d = -d
 	}
-	r := timeOfDay(t) + d
+	r := pgtypes.TimeOfDayMicros(t) + d
 	r -= r / pgtypes.USecsPerDay * pgtypes.USecsPerDay
 	if r < 0 {
 		r += pgtypes.USecsPerDay
 	}
-	return timeFromMicros(r)
+	return pgtypes.TimeFromMicros(r)
 }
 
 // intervalToTime is the interval → time cast: the time part modulo a
@@ -233,7 +225,7 @@ func intervalToTime(iv pgtypes.Interval) time.Time {
 			r += pgtypes.USecsPerDay
 		}
 	}
-	return timeFromMicros(r)
+	return pgtypes.TimeFromMicros(r)
 }
 
 // lowUnits is a unit argument as PostgreSQL reports it: lower case, at

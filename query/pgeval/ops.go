@@ -759,7 +759,7 @@ func (c *compiler) intervalArith(op string, l, r *Expr, bin func(uint32, func(x,
 		}), true
 	case l.oid == OIDTime && r.oid == OIDTime && op == "-":
 		return bin(OIDInterval, func(x, y any) (any, error) {
-			return pgtypes.Interval{Micros: timeOfDay(x.(time.Time)) - timeOfDay(y.(time.Time))}, nil
+			return pgtypes.Interval{Micros: pgtypes.TimeOfDayMicros(x.(time.Time)) - pgtypes.TimeOfDayMicros(y.(time.Time))}, nil
 		}), true
 	case l.oid == OIDInterval && r.oid == OIDInterval && plusMinus:
 		return bin(OIDInterval, func(x, y any) (any, error) {

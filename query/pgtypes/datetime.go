@@ -458,7 +458,8 @@ func FormatTime(t time.Time) string {
 }
 
 // TimeOfDayMicros is a time of day held as a time.Time on 2000-01-01 UTC
-// (time without time zone) in µs since midnight. 24:00:00, which
+// (time without time zone) in µs since midnight; TimeFromMicros, whose
+// epoch is that midnight, makes one back. 24:00:00, which
 // PostgreSQL accepts as the end of the day, is midnight of 2000-01-02.
 func TimeOfDayMicros(t time.Time) int64 {
 	u := t.UTC()
